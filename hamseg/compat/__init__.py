@@ -1,0 +1,39 @@
+"""The one place where hamseg adapts mmseg 1.2.2 / mmengine 0.10.7 / mmcv-lite to today's torch.
+
+Importing this package (``import hamseg`` does it first) applies every fix that the environment
+needs and nothing else:
+
+1. ``mmcv.ops`` without compiled mmcv: pure-PyTorch ``point_sample`` and ``sigmoid_focal_loss``,
+   a clear error for any other op (:mod:`hamseg.compat.mmcv_ops`). Skipped when ``mmcv._ext``
+   exists.
+2. torch >= 2.6 ``weights_only`` loading of mmengine checkpoints: allow-list exactly the types
+   mmengine writes, keep ``weights_only=True`` on every mmengine load and refuse a checkpoint
+   with pickled callables with a clear message (:mod:`hamseg.compat.checkpoint`).
+3. ``mmseg::`` config paths without ``pkg_resources`` (:mod:`hamseg.compat.package_lookup`).
+   Skipped when ``pkg_resources`` imports.
+4. CPU multi-process training: :func:`setup_cpu_distributed`, called by tools/train.py and
+   tools/test.py (:mod:`hamseg.compat.distributed`).
+5. ``--amp`` without a GPU: :class:`CPUAmpOptimWrapper` (bfloat16 autocast) in
+   :mod:`hamseg.compat.amp`.
+6. Crash-safe checkpoints: atomic checkpoint and ``last_checkpoint`` writes, and a resume that
+   skips incomplete files (:mod:`hamseg.compat.atomic_checkpoint`).
+"""
+
+from . import checkpoint, mmcv_ops, package_lookup
+
+MMCV_OPS_REPLACED: bool = mmcv_ops.install()
+PKG_RESOURCES_REPLACED: bool = package_lookup.install()
+checkpoint.install()
+from . import atomic_checkpoint  # noqa: E402
+
+atomic_checkpoint.install()
+
+from .amp import CPUAmpOptimWrapper  # noqa: E402  (imports mmseg: after the fixes above)
+from .distributed import setup_cpu_distributed  # noqa: E402
+
+__all__ = [
+    "MMCV_OPS_REPLACED",
+    "PKG_RESOURCES_REPLACED",
+    "CPUAmpOptimWrapper",
+    "setup_cpu_distributed",
+]

@@ -1,0 +1,14 @@
+"""Hamburger models: the decompositions (hams), the Hamburger block and the HamHead decode head.
+
+Importing this package registers ``NMF``, ``CD``, ``VQ``, ``Hamburger`` and ``HamHead`` into
+``mmseg.registry.MODELS``. Import :mod:`hamseg` (which patches the stack first), not this
+package alone.
+"""
+
+from .cpu_sync_bn import HamSyncBatchNorm  # noqa: F401  ('HamSyncBN', CPU DDP wrapper)
+from .decompositions import CD, NMF, VQ, MatrixDecomposition2D
+from .ham_head import HamHead
+from .hamburger import Hamburger
+from .release_weights import HamResNetPretrained  # noqa: F401  (init_cfg 'HamResNetPretrained')
+
+__all__ = ["CD", "NMF", "VQ", "MatrixDecomposition2D", "Hamburger", "HamHead"]

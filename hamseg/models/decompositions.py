@@ -1,0 +1,479 @@
+"""Matrix decompositions, the "hams" of Hamburger: NMF, CD and VQ.
+
+Geng et al., "Is Attention Better Than Matrix Decomposition?", ICLR 2021: Sec. 2.2.2 (Alg. 1 soft
+VQ, Alg. 2 NMF with multiplicative updates), App. B (Alg. 3 soft CD), Sec. 2.3 (one-step
+gradient, Eq. 13) and App. F (dictionary initialisation, temperature, number of steps K).
+
+Notation: an input feature map (B, C, H, W) is folded into B*S matrices X of shape (D, N); the
+dictionary ("bases") D has shape (D, R) and the codes ("coef") C are stored transposed, shape
+(N, R), so that the low-rank reconstruction is ``bases @ coef^T`` (Eq. 7). Where the paper is
+silent the authors' release (Gsunshine/Enjoy-Hamburger, seg/HamNet) is followed: the update order,
+eps = 1e-6, the NMF code initialisation and the extra code update with gradient after the loop.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from mmseg.registry import MODELS
+from torch import Tensor, nn
+
+__all__ = ["MatrixDecomposition2D", "NMF", "CD", "VQ"]
+
+#: Added to every denominator of an update, as in the authors' release.
+EPS = 1e-6
+
+INITS = ("random", "fixed", "learned", "online")
+GRADS = ("one_step", "bptt")
+
+
+class MatrixDecomposition2D(nn.Module):
+    """Shared machinery of the hams: folding, dictionary init, the K-step loop, dtype guard.
+
+    Subclasses implement one iteration (:meth:`local_step`) and the final code update that
+    carries the gradient (:meth:`compute_coef`); everything else lives here once.
+
+    Args:
+        S: Number of groups; the C channels are split into S independent decompositions.
+        D: Latent (column) dimension of X. Spatial folding: C // S; channel folding: H * W.
+            Required for ``init`` in {'fixed', 'learned', 'online'} (the dictionary is built at
+            construction); otherwise optional and, if given, checked against the input.
+        R: Rank, the number of dictionary atoms (paper r = 64 for segmentation).
+        train_steps: Iterations K in training mode.
+        eval_steps: Iterations K in eval mode. App. F recommends the same K for both.
+        inv_t: Inverse temperature 1 / T of the softmax codes (Alg. 1, 3; Table 9).
+        eta: Step of the exponential moving average for ``init='online'``.
+        spatial: Spatial folding, X = (C/S) x (H*W), if True; channel folding, X = (H*W) x (C/S),
+            if False.
+        init: Initial dictionary (App. F, Table 8): 'random' (drawn at every forward, the
+            default and the best in the paper), 'fixed' (drawn once at construction, never
+            updated), 'learned' (an ``nn.Parameter``, needs ``grad='bptt'``) or 'online' (warm
+            start from a buffer updated by an EMA of the solved dictionaries after every
+            training forward).
+        grad: 'one_step' (Sec. 2.3, Eq. 13: the K iterations run without autograd, the gradient
+            flows only through the final code update and the reconstruction) or 'bptt'
+            (back-propagation through all K iterations, Table 1 ablation).
+        eval_seed: If not None and ``init='random'``, the dictionary in eval mode is drawn from a
+            ``torch.Generator`` seeded with this value (one draw of shape (S, D, R) shared by all
+            samples), so evaluation is deterministic and independent of the batch composition.
+
+    Raises:
+        ValueError: On an unknown option, on ``init`` needing ``D`` without it, and on
+            ``init='learned'`` with ``grad='one_step'``.
+    """
+
+    #: Distribution of a random initial dictionary: 'uniform' (U[0, 1)) or 'normal' (N(0, 1)).
+    init_distribution: str = "normal"
+    #: Whether the loop starts from codes softmax(inv_t * X^T D) (NMF, App. F) or needs none.
+    uses_initial_coef: bool = False
+    #: Whether the input must be non-negative (a ReLU has to precede the ham, Sec. 2.2.2).
+    nonnegative: bool = False
+
+    def __init__(
+        self,
+        S: int = 1,
+        D: int | None = None,
+        R: int = 64,
+        train_steps: int = 6,
+        eval_steps: int = 6,
+        inv_t: float = 100.0,
+        eta: float = 0.9,
+        spatial: bool = True,
+        init: str = "random",
+        grad: str = "one_step",
+        eval_seed: int | None = None,
+    ) -> None:
+        super().__init__()
+        if S < 1 or R < 1 or (D is not None and D < 1):
+            raise ValueError(f"S, D and R must be positive, got S={S}, D={D}, R={R}")
+        if train_steps < 0 or eval_steps < 0:
+            raise ValueError(f"steps must be >= 0, got {train_steps} and {eval_steps}")
+        if init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {init!r}")
+        if grad not in GRADS:
+            raise ValueError(f"grad must be one of {GRADS}, got {grad!r}")
+        if init == "learned" and grad == "one_step":
+            raise ValueError(
+                "init='learned' needs grad='bptt': with the one-step gradient the K iterations "
+                "run without autograd and the solved dictionary is a constant in backward, so a "
+                "learned initial dictionary would never receive a gradient (it is only reached "
+                "through the unrolled iterations; paper App. F trains it with BPTT)."
+            )
+        if init != "random" and D is None:
+            raise ValueError(f"init={init!r} builds its dictionary at construction: pass D")
+        self.S = S
+        self.D = D
+        self.R = R
+        self.train_steps = train_steps
+        self.eval_steps = eval_steps
+        self.inv_t = float(inv_t)
+        self.eta = eta
+        self.spatial = spatial
+        self.init = init
+        self.grad = grad
+        self.eval_seed = eval_seed
+
+        self.bases: Tensor | None
+        if init == "learned":
+            self.bases = nn.Parameter(self._draw_bases(S, D))
+        elif init in ("fixed", "online"):
+            self.register_buffer("bases", self._draw_bases(S, D))
+        else:
+            self.bases = None
+
+    def extra_repr(self) -> str:
+        fold = "spatial" if self.spatial else "channel"
+        return (
+            f"S={self.S}, D={self.D}, R={self.R}, train_steps={self.train_steps}, "
+            f"eval_steps={self.eval_steps}, inv_t={self.inv_t}, fold={fold}, init={self.init}, "
+            f"grad={self.grad}, eval_seed={self.eval_seed}"
+        )
+
+    # ----------------------------------------------------------------------------------------
+    # The algorithm: subclass hooks
+    # ----------------------------------------------------------------------------------------
+    def precompute(self, x: Tensor) -> Tensor | None:
+        """Loop-invariant quantity of X shared by all K steps (None unless a subclass needs one)."""
+        return None
+
+    def local_step(
+        self,
+        x: Tensor,
+        bases: Tensor,
+        coef: Tensor | None,
+        aux: Tensor | None = None,
+        inplace: bool = False,
+    ) -> tuple[Tensor, Tensor]:
+        """One iteration of the algorithm (the loop body of Alg. 1-3).
+
+        Args:
+            x: X, (B*S, D, N).
+            bases: Dictionary, (B*S, D, R).
+            coef: Codes transposed, (B*S, N, R), or None before the first step of VQ/CD.
+            aux: What :meth:`precompute` returned for ``x``.
+            inplace: Whether ``bases`` and ``coef`` may be overwritten (only without autograd).
+
+        Returns:
+            The updated ``(bases, coef)``.
+        """
+        raise NotImplementedError
+
+    def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor | None) -> Tensor:
+        """Final code update after the loop; with the one-step gradient the only differentiable
+        step (Eq. 13), ``bases`` and ``coef`` being constants.
+
+        Args:
+            x: X, (B*S, D, N).
+            bases: Solved dictionary, (B*S, D, R).
+            coef: Codes of the last iteration, (B*S, N, R), or None if no step ran (VQ/CD).
+
+        Returns:
+            Codes transposed, (B*S, N, R).
+        """
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------------------------------
+    # Shared machinery
+    # ----------------------------------------------------------------------------------------
+    def init_coef(self, x: Tensor, bases: Tensor) -> Tensor:
+        """Initial codes softmax(inv_t * X^T D) over R (release; App. F for NMF).
+
+        As in the release, X is not normalised (the paper writes cosine(D, X)); the dictionary
+        columns are unit vectors from the initialisation.
+        """
+        # (B*S, D, N)^T @ (B*S, D, R) -> (B*S, N, R)
+        logits = torch.bmm(x.transpose(1, 2), bases)
+        if self.inv_t != 1.0:
+            logits.mul_(self.inv_t)  # bmm does not save its output: safe under autograd
+        return logits.softmax(dim=-1)
+
+    def _draw_bases(
+        self,
+        batch: int,
+        D: int,
+        device: torch.device | None = None,
+        dtype: torch.dtype | None = None,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        """A random dictionary (batch, D, R) with unit columns (L2 along D)."""
+        draw = torch.rand if self.init_distribution == "uniform" else torch.randn
+        bases = draw((batch, D, self.R), generator=generator, device=device, dtype=dtype)
+        return F.normalize(bases, dim=1)
+
+    def _fold(self, x: Tensor) -> Tensor:
+        """(B, C, H, W) -> X of shape (B*S, D, N); a view when x is contiguous."""
+        B, C, H, W = x.shape
+        if C % self.S:
+            raise ValueError(f"channels C={C} are not divisible by S={self.S}")
+        x = x.reshape(B * self.S, C // self.S, H * W)
+        return x if self.spatial else x.transpose(1, 2)
+
+    def _unfold(self, x: Tensor, shape: torch.Size) -> Tensor:
+        """Inverse of :meth:`_fold`: (B*S, D, N) -> (B, C, H, W)."""
+        return x.reshape(shape) if self.spatial else x.transpose(1, 2).reshape(shape)
+
+    def _initial_bases(self, x: Tensor, batch: int, bases: Tensor | None) -> Tensor:
+        """Initial dictionary (B*S, D, R) for X of shape (B*S, D, N), in X's dtype.
+
+        In-place updates of the one-step loop need a tensor owned by this call, so a given
+        ``bases`` is copied in that mode and buffers are tiled with ``repeat`` (a copy).
+        """
+        BS, D, _ = x.shape
+        if bases is not None:
+            if bases.shape != (BS, D, self.R):
+                raise ValueError(
+                    f"bases must have shape (B*S, D, R) = {(BS, D, self.R)}, got "
+                    f"{tuple(bases.shape)}"
+                )
+            return bases.to(x.device, x.dtype, copy=self.grad == "one_step")
+        if self.init != "random":
+            # (S, D, R) -> (B*S, D, R)
+            return self.bases.to(x.dtype).repeat(batch, 1, 1)
+        if not self.training and self.eval_seed is not None:
+            gen = torch.Generator(device=x.device)
+            gen.manual_seed(self.eval_seed)
+            shared = self._draw_bases(self.S, D, x.device, x.dtype, gen)
+            # (S, D, R) -> (B*S, D, R)
+            return shared.repeat(batch, 1, 1)
+        return self._draw_bases(BS, D, x.device, x.dtype)
+
+    def _iterate(self, x: Tensor, bases: Tensor, inplace: bool) -> tuple[Tensor, Tensor | None]:
+        """The K iterations of Alg. 1-3; returns the solved ``(bases, coef)``."""
+        coef = self.init_coef(x, bases) if self.uses_initial_coef else None
+        aux = self.precompute(x)
+        for _ in range(self.train_steps if self.training else self.eval_steps):
+            bases, coef = self.local_step(x, bases, coef, aux, inplace)
+        return bases, coef
+
+    @torch.no_grad()
+    def _online_update(self, bases: Tensor, batch: int) -> None:
+        """EMA warm start (App. F): buf <- normalize(buf + eta * (mean_batch(bases) - buf))."""
+        # (B*S, D, R) -> (B, S, D, R) -> (S, D, R)
+        target = bases.reshape(batch, self.S, *bases.shape[1:]).mean(dim=0)
+        self.bases.lerp_(target.to(self.bases.dtype), self.eta)
+        self.bases.copy_(F.normalize(self.bases, dim=1))
+
+    def _decompose(self, x: Tensor, bases: Tensor | None) -> Tensor:
+        """Low-rank reconstruction D C of x (B, C, H, W), computed in x's (>= float32) dtype."""
+        X = self._fold(x)  # (B*S, D, N)
+        if self.D is not None and X.shape[1] != self.D:
+            raise ValueError(f"input gives D={X.shape[1]} but the module was built with D={self.D}")
+        batch = x.shape[0]
+        dictionary = self._initial_bases(X, batch, bases)
+        if self.grad == "one_step":
+            # Sec. 2.3: no graph for the K iterations; bases and coef are constants in backward.
+            with torch.no_grad():
+                dictionary, coef = self._iterate(X, dictionary, inplace=True)
+        else:
+            dictionary, coef = self._iterate(X, dictionary, inplace=False)
+        coef = self.compute_coef(X, dictionary, coef)
+        # (B*S, D, R) @ (B*S, N, R)^T -> (B*S, D, N)
+        out = torch.bmm(dictionary, coef.transpose(1, 2))
+        if self.training and self.init == "online":
+            self._online_update(dictionary, batch)
+        return self._unfold(out, x.shape)
+
+    def forward(self, x: Tensor, bases: Tensor | None = None) -> Tensor:
+        """Low-rank reconstruction X_bar = D C of x (Eq. 7).
+
+        The decomposition always runs in at least float32 with autocast disabled: half / bfloat16
+        inputs are cast up and the output is cast back, so mixed precision cannot overflow or
+        divide by zero inside the iterations. A float32 input is used as is (no copy).
+
+        Args:
+            x: Features (B, C, H, W), any H and W; non-negative for NMF.
+            bases: Optional initial dictionary (B*S, D, R) replacing the configured init (e.g.
+                for reproducibility or analysis). It is never modified.
+
+        Returns:
+            The reconstruction, same shape and dtype as ``x``.
+        """
+        if x.dim() != 4:
+            raise ValueError(f"expected x of shape (B, C, H, W), got {tuple(x.shape)}")
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            work = x.float() if torch.finfo(x.dtype).bits < 32 else x
+            out = self._decompose(work, bases)
+        return out.to(x.dtype)
+
+
+@MODELS.register_module()
+class NMF(MatrixDecomposition2D):
+    """Non-negative matrix factorisation by multiplicative updates (Alg. 2, Eq. 9).
+
+    min ||X - DC||_F s.t. D, C >= 0 (Lee & Seung). Random dictionary U[0, 1) with unit columns,
+    codes initialised as softmax(X^T D) over R (App. F; inverse temperature forced to 1, as in
+    the release, since codes close to 0 stall the multiplicative rule). Each step updates C then
+    D; after the loop one more C update carries the gradient.
+
+    Args:
+        inv_t: Ignored apart from a warning when it is not 1: NMF always uses 1.
+        **kwargs: See :class:`MatrixDecomposition2D`.
+    """
+
+    init_distribution = "uniform"
+    uses_initial_coef = True
+    nonnegative = True
+
+    def __init__(self, inv_t: float = 1.0, **kwargs: Any) -> None:
+        if inv_t != 1:
+            warnings.warn(f"NMF forces inv_t to 1 (App. F, release); got {inv_t}", stacklevel=2)
+        super().__init__(inv_t=1.0, **kwargs)
+
+    @staticmethod
+    def _coef_update(x: Tensor, bases: Tensor, coef: Tensor, inplace: bool) -> Tensor:
+        """C <- C * (D^T X) / (D^T D C + eps), in the transposed layout coef = C^T."""
+        # (B*S, D, N)^T @ (B*S, D, R) -> (B*S, N, R)
+        numer = torch.bmm(x.transpose(1, 2), bases)
+        # (B*S, D, R)^T @ (B*S, D, R) -> (B*S, R, R); then (B*S, N, R) @ (B*S, R, R) -> (B*S, N, R)
+        denom = torch.bmm(coef, torch.bmm(bases.transpose(1, 2), bases))
+        if inplace:
+            return coef.mul_(numer.div_(denom.add_(EPS)))
+        return coef * numer / (denom + EPS)
+
+    def local_step(
+        self,
+        x: Tensor,
+        bases: Tensor,
+        coef: Tensor | None,
+        aux: Tensor | None = None,
+        inplace: bool = False,
+    ) -> tuple[Tensor, Tensor]:
+        """Alg. 2 loop body: the C update, then D <- D * (X C^T) / (D C C^T + eps)."""
+        coef = self._coef_update(x, bases, coef, inplace)
+        # (B*S, D, N) @ (B*S, N, R) -> (B*S, D, R)
+        numer = torch.bmm(x, coef)
+        # (B*S, N, R)^T @ (B*S, N, R) -> (B*S, R, R); then (B*S, D, R) @ (B*S, R, R) -> (B*S, D, R)
+        denom = torch.bmm(bases, torch.bmm(coef.transpose(1, 2), coef))
+        if inplace:
+            bases = bases.mul_(numer.div_(denom.add_(EPS)))
+        else:
+            bases = bases * numer / (denom + EPS)
+        return bases, coef
+
+    def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor | None) -> Tensor:
+        """One more multiplicative C update, with gradient (release)."""
+        return self._coef_update(x, bases, coef, inplace=False)
+
+
+def _soft_assign(x_unit: Tensor, bases: Tensor, inv_t: float, inplace: bool) -> Tensor:
+    """softmax(inv_t * cosine(D, X)) over R, then each code normalised over N.
+
+    The second step is the diag(C 1_n)^-1 of Alg. 1 (eps 1e-6 as in the release), so that
+    X @ coef is the (soft) mean of the points assigned to each atom.
+
+    Args:
+        x_unit: X with unit columns, (B*S, D, N).
+        bases: Dictionary, (B*S, D, R); normalised here for the cosine.
+        inv_t: Inverse temperature.
+        inplace: Whether the softmax output may be overwritten (only without autograd).
+
+    Returns:
+        Codes transposed, (B*S, N, R), columns summing to ~1 over N.
+    """
+    bases_unit = F.normalize(bases, dim=1, eps=EPS)
+    # (B*S, D, N)^T @ (B*S, D, R) -> (B*S, N, R)
+    logits = torch.bmm(x_unit.transpose(1, 2), bases_unit).mul_(inv_t)
+    coef = logits.softmax(dim=-1)
+    mass = coef.sum(dim=1, keepdim=True).add_(EPS)  # (B*S, 1, R)
+    return coef.div_(mass) if inplace else coef / mass
+
+
+class _SoftClustering(MatrixDecomposition2D):
+    """Common part of soft VQ and soft CD: normal random init, cosine-softmax assignments."""
+
+    def precompute(self, x: Tensor) -> Tensor:
+        """X with unit columns (for the cosine), computed once for all K steps."""
+        return F.normalize(x, dim=1)
+
+    def _assign(self, x: Tensor, bases: Tensor, aux: Tensor | None, inplace: bool) -> Tensor:
+        x_unit = aux if aux is not None else self.precompute(x)
+        return _soft_assign(x_unit, bases, self.inv_t, inplace)
+
+
+@MODELS.register_module()
+class VQ(_SoftClustering):
+    """Soft vector quantisation (Alg. 1, Eq. 8): a differentiable soft K-means.
+
+    Each step: C <- softmax(inv_t * cosine(D, X)) over R, D <- X C^T diag(C 1_n)^-1. The final
+    codes, with gradient, are softmax(inv_t * cosine(D, X)); T -> 0 gives hard one-hot codes.
+
+    Args:
+        **kwargs: See :class:`MatrixDecomposition2D` (inv_t defaults to 100; the release README
+            recommends 10 to 100).
+    """
+
+    def local_step(
+        self,
+        x: Tensor,
+        bases: Tensor,
+        coef: Tensor | None,
+        aux: Tensor | None = None,
+        inplace: bool = False,
+    ) -> tuple[Tensor, Tensor]:
+        """Alg. 1 loop body."""
+        coef = self._assign(x, bases, aux, inplace)
+        # (B*S, D, N) @ (B*S, N, R) -> (B*S, D, R)
+        return torch.bmm(x, coef), coef
+
+    def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor | None) -> Tensor:
+        """Codes softmax(inv_t * cosine(D, X)) over R, with gradient.
+
+        The gradient goes through the full cosine, including the norms of X (the release
+        detaches ||x|| in this step).
+        """
+        x_unit = F.normalize(x, dim=1, eps=EPS)
+        bases_unit = F.normalize(bases, dim=1, eps=EPS)
+        # (B*S, D, N)^T @ (B*S, D, R) -> (B*S, N, R)
+        logits = torch.bmm(x_unit.transpose(1, 2), bases_unit).mul_(self.inv_t)
+        return logits.softmax(dim=-1)
+
+
+@MODELS.register_module()
+class CD(_SoftClustering):
+    """Soft concept decomposition (Alg. 3, Eq. 14-15, App. B).
+
+    Each step: C <- softmax(inv_t * cosine(D, X)), D <- normalize(X C^T) (unit columns, a soft
+    spherical K-means). The final codes, with gradient, solve the ridge problem in closed form,
+    C = (D^T D + beta I)^-1 D^T X, by a linear solve (no explicit inverse).
+
+    Args:
+        beta: Ridge weight (paper: 0.01 or 0.1 make no difference; release 0.1).
+        **kwargs: See :class:`MatrixDecomposition2D` (inv_t defaults to 100; Table 9 shows
+            T = 0.1 and 0.01, i.e. inv_t 10 and 100, as the best).
+    """
+
+    def __init__(self, beta: float = 0.1, **kwargs: Any) -> None:
+        if beta <= 0:
+            raise ValueError(f"beta must be > 0 (it makes D^T D + beta I invertible), got {beta}")
+        super().__init__(**kwargs)
+        self.beta = beta
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, beta={self.beta}"
+
+    def local_step(
+        self,
+        x: Tensor,
+        bases: Tensor,
+        coef: Tensor | None,
+        aux: Tensor | None = None,
+        inplace: bool = False,
+    ) -> tuple[Tensor, Tensor]:
+        """Alg. 3 loop body."""
+        coef = self._assign(x, bases, aux, inplace)
+        # (B*S, D, N) @ (B*S, N, R) -> (B*S, D, R)
+        bases = F.normalize(torch.bmm(x, coef), dim=1, eps=EPS)
+        return bases, coef
+
+    def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor | None) -> Tensor:
+        """C = (D^T D + beta I)^-1 D^T X, returned transposed as (B*S, N, R)."""
+        # (B*S, D, R)^T @ (B*S, D, R) -> (B*S, R, R)
+        gram = torch.bmm(bases.transpose(1, 2), bases)
+        gram.diagonal(dim1=-2, dim2=-1).add_(self.beta)  # bmm output is not saved: safe
+        # (B*S, D, R)^T @ (B*S, D, N) -> (B*S, R, N)
+        rhs = torch.bmm(bases.transpose(1, 2), x)
+        # (B*S, R, R)^-1 @ (B*S, R, N) -> (B*S, R, N) -> (B*S, N, R)
+        return torch.linalg.solve(gram, rhs).transpose(1, 2)

@@ -1,0 +1,136 @@
+"""hamseg.compat.mmcv_ops: mmseg imports on mmcv-lite; the PyTorch ops equal mmcv's semantics."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from hamseg.compat import mmcv_ops
+from hamseg.compat.mmcv_ops import point_sample, sigmoid_focal_loss
+
+needs_lite = pytest.mark.skipif(
+    mmcv_ops.compiled_mmcv_available(), reason="compiled mmcv present: nothing is replaced"
+)
+
+
+def test_mmseg_packages_import_after_hamseg_in_a_fresh_interpreter():
+    code = (
+        "import hamseg, mmseg.models, mmseg.datasets, mmseg.apis, mmseg.utils;"
+        "from mmseg.models.losses import FocalLoss; from mmseg.models.utils import point_sample;"
+        "print('ok')"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "ok"
+
+
+@needs_lite
+def test_other_ops_raise_a_clear_error_naming_the_op():
+    with pytest.raises(ModuleNotFoundError, match=r"mmcv\.ops\.roi_align .*compiled mmcv"):
+        from mmcv.ops import roi_align  # noqa: F401
+    # mmseg's guarded imports still see ModuleNotFoundError and keep their fallbacks
+    from mmseg.models.decode_heads import cc_head, psa_head
+
+    assert cc_head.CrissCrossAttention is None and psa_head.PSAMask is None
+
+
+@needs_lite
+def test_nothing_is_replaced_when_compiled_mmcv_is_found(monkeypatch):
+    import importlib.util
+
+    monkeypatch.setattr(mmcv_ops, "compiled_mmcv_available", lambda: True)
+    monkeypatch.delitem(sys.modules, "mmcv.ops")
+    assert mmcv_ops.install() is False
+    assert "mmcv.ops" not in sys.modules
+    monkeypatch.undo()
+    assert mmcv_ops.install() is True and importlib.util.find_spec("mmcv._ext") is None
+
+
+def bilinear_by_hand(image: torch.Tensor, x: float, y: float) -> torch.Tensor:
+    """Bilinear sample of (C, H, W) at pixel coordinates (x, y), zero outside (grid_sample)."""
+    c, h, w = image.shape
+    x0, y0 = int(torch.floor(torch.tensor(x))), int(torch.floor(torch.tensor(y)))
+    out = torch.zeros(c)
+    for yy, wy in ((y0, y0 + 1 - y), (y0 + 1, y - y0)):
+        for xx, wx in ((x0, x0 + 1 - x), (x0 + 1, x - x0)):
+            if 0 <= yy < h and 0 <= xx < w:
+                out += wy * wx * image[:, yy, xx]
+    return out
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_point_sample_equals_hand_bilinear(align_corners):
+    torch.manual_seed(0)
+    image = torch.randn(2, 3, 5, 7)
+    points = torch.rand(2, 4, 2)  # (N, P, 2), x then y in [0, 1]
+    out = point_sample(image, points, align_corners=align_corners)
+    assert out.shape == (2, 3, 4)
+    h, w = 5, 7
+    for n in range(2):
+        for p in range(4):
+            px, py = points[n, p].tolist()
+            if align_corners:
+                x, y = px * (w - 1), py * (h - 1)
+            else:
+                x, y = px * w - 0.5, py * h - 0.5
+            torch.testing.assert_close(out[n, :, p], bilinear_by_hand(image[n], x, y))
+    grid = point_sample(image, points.view(2, 2, 2, 2), align_corners=align_corners)
+    torch.testing.assert_close(grid.flatten(2), out)
+
+
+def focal_by_hand(x, t, gamma, alpha, weight):
+    """Element-wise formula of mmcv's CUDA kernel, written with python floats."""
+    n, c = x.shape
+    out = torch.zeros(n, c, dtype=torch.float64)
+    for i in range(n):
+        for j in range(c):
+            p = 1 / (1 + torch.exp(-x[i, j].double()))
+            if t[i] == j:
+                out[i, j] = -alpha * (1 - p) ** gamma * torch.log(p)
+            else:
+                out[i, j] = -(1 - alpha) * p**gamma * torch.log(1 - p)
+            if weight is not None:
+                out[i, j] *= weight[t[i]]
+    return out
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("use_weight", [False, True])
+def test_sigmoid_focal_loss_equals_mmcv_kernel_formula(reduction, use_weight):
+    torch.manual_seed(1)
+    x, t = torch.randn(6, 4), torch.tensor([0, 3, 1, 1, 2, 0])
+    weight = torch.tensor([1.0, 2.0, 0.5, 3.0]) if use_weight else None
+    got = sigmoid_focal_loss(x, t, 2.0, 0.25, weight, reduction)
+    ref = focal_by_hand(x, t, 2.0, 0.25, weight)
+    ref = {"none": ref, "mean": ref.sum() / 6, "sum": ref.sum()}[reduction]
+    torch.testing.assert_close(got.double(), ref, rtol=1e-5, atol=1e-7)
+
+
+def test_sigmoid_focal_loss_background_index_and_gradient_match_mmseg_python_version():
+    from mmseg.models.losses.focal_loss import py_sigmoid_focal_loss
+
+    torch.manual_seed(2)
+    x = torch.randn(5, 3, requires_grad=True)
+    t = torch.tensor([0, 2, 3, 1, 3])  # 3 == num_classes: background, all classes negative
+    ours = sigmoid_focal_loss(x, t, 2.0, 0.5, None, "none")
+    one_hot = F.one_hot(t, 4)[:, :3]
+    theirs = py_sigmoid_focal_loss(x, one_hot, gamma=2.0, alpha=0.5, reduction="none")
+    torch.testing.assert_close(ours, theirs)
+    (g_ours,) = torch.autograd.grad(ours.sum(), x)
+    (g_theirs,) = torch.autograd.grad(theirs.sum(), x)
+    torch.testing.assert_close(g_ours, g_theirs)
+
+
+def test_mmseg_gpu_focal_loss_path_runs_on_the_pure_torch_op():
+    from mmseg.models.losses import focal_loss
+
+    torch.manual_seed(3)
+    pred, target = torch.randn(7, 3), torch.randint(0, 3, (7,))
+    one_hot = F.one_hot(target, 3)
+    ours = focal_loss.sigmoid_focal_loss(pred, target, one_hot, gamma=2.0, alpha=0.5)
+    ref = focal_loss.py_sigmoid_focal_loss(pred, one_hot, gamma=2.0, alpha=0.5)
+    torch.testing.assert_close(ours, ref)

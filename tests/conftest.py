@@ -1,0 +1,41 @@
+"""Shared fixtures: a tiny on-disk segmentation dataset in mmseg's folder layout."""
+
+from __future__ import annotations
+
+import os
+import os.path as osp
+
+import numpy as np
+import pytest
+
+import hamseg  # noqa: F401  (must precede mmseg imports in test modules)
+
+REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
+TINY_FCN = osp.join(REPO, "tests", "data", "tiny_fcn.py")
+
+
+def write_tiny_dataset(root: str, n_train: int = 6, n_val: int = 2, seed: int = 0) -> str:
+    """Write RGB images (odd sizes) and 3-class PNG labels: class = colour of a square."""
+    import cv2
+
+    rng = np.random.default_rng(seed)
+    colours = np.array([[0, 0, 0], [0, 0, 255], [0, 255, 0]], np.uint8)  # BGR per class
+    for split, count in (("train", n_train), ("val", n_val)):
+        os.makedirs(osp.join(root, "img_dir", split), exist_ok=True)
+        os.makedirs(osp.join(root, "ann_dir", split), exist_ok=True)
+        for i in range(count):
+            h, w = 33 + 2 * (i % 3), 37
+            label = np.zeros((h, w), np.uint8)
+            for cls in (1, 2):
+                y, x = rng.integers(0, h - 10), rng.integers(0, w - 10)
+                label[y : y + 10, x : x + 10] = cls
+            image = colours[label] + rng.integers(0, 30, (h, w, 3), dtype=np.uint8)
+            cv2.imwrite(osp.join(root, "img_dir", split, f"{i:03d}.jpg"), image)
+            cv2.imwrite(osp.join(root, "ann_dir", split, f"{i:03d}.png"), label)
+    return root
+
+
+@pytest.fixture(scope="session")
+def tiny_data(tmp_path_factory) -> str:
+    """Root of a tiny 3-class dataset (6 train, 2 val images)."""
+    return write_tiny_dataset(str(tmp_path_factory.mktemp("tiny_data")))

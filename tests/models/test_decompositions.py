@@ -1,0 +1,415 @@
+"""Numerical tests of the hams (paper Alg. 1-3, Sec. 2.3, App. B, F).
+
+The references below are written independently of the module, in the paper's layout
+(codes C of shape (R, N), not transposed).
+"""
+
+import hamseg  # noqa: F401, I001  (patches the stack before anything imports mmseg)
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from hamseg.models.decompositions import CD, NMF, VQ
+
+HAMS = [NMF, CD, VQ]
+F64 = torch.float64
+EPS = 1e-6  # every denominator of the release
+
+
+def unit(t, dim=1):
+    return t / t.norm(dim=dim, keepdim=True)
+
+
+def rand_bases(batch, d, r, nonneg=True, dtype=F64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    b = torch.rand(batch, d, r, generator=g, dtype=dtype)
+    return unit(b if nonneg else b - 0.5)
+
+
+def rand_input(*shape, nonneg=True, dtype=F64, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(*shape, generator=g, dtype=dtype)
+    return x if nonneg else x - 0.5
+
+
+# ---------------------------------------------------------------------------------------------
+# NMF (Alg. 2)
+# ---------------------------------------------------------------------------------------------
+def nmf_c_update(X, D, C):
+    """Alg. 2, first line; C is (b, R, N)."""
+    return C * (D.transpose(1, 2) @ X) / (D.transpose(1, 2) @ D @ C + EPS)
+
+
+def nmf_d_update(X, D, C):
+    """Alg. 2, second line."""
+    return D * (X @ C.transpose(1, 2)) / (D @ C @ C.transpose(1, 2) + EPS)
+
+
+def objective(X, D, coef):
+    return torch.linalg.matrix_norm(X - D @ coef.transpose(1, 2)).sum().item()
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_nmf_objective_never_increases(inplace):
+    X = rand_input(2, 12, 15 * 17)
+    ham = NMF(R=5)
+    bases = rand_bases(2, 12, 5)
+    coef = ham.init_coef(X, bases)
+    objs = [objective(X, bases, coef)]
+    for _ in range(40):
+        bases, coef = ham.local_step(X, bases, coef, inplace=inplace)
+        objs.append(objective(X, bases, coef))
+    for before, after in zip(objs, objs[1:]):
+        assert after <= before * (1 + 1e-12), objs
+    assert objs[-1] < 0.8 * objs[0]
+    assert (bases >= 0).all() and (coef >= 0).all()
+
+
+def test_nmf_step_matches_alg2_and_init():
+    X = rand_input(2, 6, 35)
+    D0 = rand_bases(2, 6, 4)
+    ham = NMF(R=4)
+    coef0 = ham.init_coef(X, D0)
+    # App. F / release: C = softmax(X^T D) over R with inv_t = 1.
+    C0 = torch.softmax(D0.transpose(1, 2) @ X, dim=1)
+    torch.testing.assert_close(coef0.transpose(1, 2), C0)
+    bases, coef = ham.local_step(X, D0.clone(), coef0.clone())
+    C1 = nmf_c_update(X, D0, C0)
+    D1 = nmf_d_update(X, D0, C1)  # C first, then D with the new C
+    torch.testing.assert_close(coef.transpose(1, 2), C1)
+    torch.testing.assert_close(bases, D1)
+
+
+def test_nmf_forces_inv_t_to_one():
+    with pytest.warns(UserWarning, match="inv_t"):
+        ham = NMF(inv_t=50)
+    assert ham.inv_t == 1.0
+    assert NMF().inv_t == 1.0 and CD().inv_t == 100.0 and VQ().inv_t == 100.0
+
+
+# ---------------------------------------------------------------------------------------------
+# CD (Alg. 3) and VQ (Alg. 1)
+# ---------------------------------------------------------------------------------------------
+def test_cd_final_codes_are_the_ridge_closed_form():
+    X = rand_input(3, 10, 21, nonneg=False)
+    D = rand_bases(3, 10, 6, nonneg=False)
+    beta = 0.1
+    coef = CD(R=6, beta=beta).compute_coef(X, D, None)
+    eye = torch.eye(6, dtype=F64)
+    closed = torch.linalg.inv(D.transpose(1, 2) @ D + beta * eye) @ D.transpose(1, 2) @ X
+    torch.testing.assert_close(coef.transpose(1, 2), closed)
+
+    # Whole forward with K = 0 and a given dictionary: X_bar = D (D^T D + beta I)^-1 D^T X.
+    ham = CD(R=6, beta=0.05, train_steps=0, eval_steps=0)
+    x = X[:1].reshape(1, 10, 3, 7)
+    out = ham(x, D[:1])
+    inv = torch.linalg.inv(D[:1].transpose(1, 2) @ D[:1] + 0.05 * eye)
+    ref = D[:1] @ inv @ D[:1].transpose(1, 2) @ X[:1]
+    torch.testing.assert_close(out, ref.reshape(1, 10, 3, 7))
+
+
+def test_cd_dictionaries_have_unit_columns():
+    X = rand_input(2, 9, 40, nonneg=False)
+    ham = CD(R=5, inv_t=10)
+    bases = rand_bases(2, 9, 5, nonneg=False)
+    for _ in range(3):
+        bases, _ = ham.local_step(X, bases, None)
+        torch.testing.assert_close(bases.norm(dim=1), torch.ones(2, 5, dtype=F64))
+    # The solved dictionary inside a forward pass, too.
+    ham = CD(R=5, inv_t=10, train_steps=4)
+    solved, _ = ham._iterate(X, ham._draw_bases(2, 9, dtype=F64), inplace=True)
+    torch.testing.assert_close(solved.norm(dim=1), torch.ones(2, 5, dtype=F64))
+
+
+def soft_assign_ref(X, D, inv_t):
+    """softmax(cosine(D, X) / T), column-wise: (b, R, N)."""
+    return torch.softmax(inv_t * unit(D).transpose(1, 2) @ unit(X), dim=1)
+
+
+def test_vq_step_matches_alg1():
+    X = rand_input(2, 7, 30, nonneg=False)
+    D = rand_bases(2, 7, 4, nonneg=False)
+    bases, coef = VQ(R=4, inv_t=5).local_step(X, D, None)
+    C = soft_assign_ref(X, D, 5)
+    D_new = X @ C.transpose(1, 2) / (C.sum(dim=2).unsqueeze(1) + EPS)  # X C^T diag(C 1_n)^-1
+    torch.testing.assert_close(bases, D_new)
+
+
+def test_vq_codes_become_one_hot_as_inv_t_grows():
+    X = rand_input(1, 8, 15 * 17, nonneg=False)
+    D = rand_bases(1, 8, 6, nonneg=False)
+    nearest = (unit(D).transpose(1, 2) @ unit(X)).argmax(dim=1)  # hard assignment, (1, N)
+    mean_max = []
+    for inv_t in [1.0, 10.0, 100.0, 1e3, 1e6]:
+        coef = VQ(R=6, inv_t=inv_t).compute_coef(X, D, None)  # (1, N, R)
+        torch.testing.assert_close(coef.sum(dim=-1), torch.ones(1, 255, dtype=F64))
+        mean_max.append(coef.max(dim=-1).values.mean().item())
+    assert all(a < b for a, b in zip(mean_max, mean_max[1:])), mean_max
+    assert mean_max[0] < 0.5 and mean_max[-1] > 0.999
+    assert torch.equal(coef.argmax(dim=-1), nearest)
+
+
+# ---------------------------------------------------------------------------------------------
+# One-step gradient (Sec. 2.3, Eq. 13) versus BPTT (Table 1)
+# ---------------------------------------------------------------------------------------------
+def nmf_ref(X, Xg, D, K):
+    """Loop on X, the final code update on Xg (X itself for BPTT, X detached-free for one-step)."""
+    C = torch.softmax(D.transpose(1, 2) @ X, dim=1)
+    for _ in range(K):
+        C = nmf_c_update(X, D, C)
+        D = nmf_d_update(X, D, C)
+    return D @ nmf_c_update(Xg, D, C)
+
+
+def cd_ref(X, Xg, D, K, inv_t=100.0, beta=0.1):
+    for _ in range(K):
+        C = soft_assign_ref(X, D, inv_t)
+        C = C / (C.sum(dim=2, keepdim=True) + EPS)
+        D = unit(X @ C.transpose(1, 2))
+    eye = torch.eye(D.shape[-1], dtype=D.dtype)
+    return D @ torch.linalg.inv(D.transpose(1, 2) @ D + beta * eye) @ D.transpose(1, 2) @ Xg
+
+
+def vq_ref(X, Xg, D, K, inv_t=100.0):
+    for _ in range(K):
+        C = soft_assign_ref(X, D, inv_t)
+        D = X @ C.transpose(1, 2) / (C.sum(dim=2).unsqueeze(1) + EPS)
+    return D @ soft_assign_ref(Xg, D, inv_t)
+
+
+REFS = {NMF: nmf_ref, CD: cd_ref, VQ: vq_ref}
+
+
+def reference_grad(cls, x, D, K, mode):
+    x = x.detach().requires_grad_(True)
+    X = x.reshape(x.shape[0], x.shape[1], -1)
+    if mode == "one_step":
+        # Last step only: the K iterations are run on a detached X, so D and C are constants.
+        out = REFS[cls](X.detach(), X, D, K)
+    else:
+        out = REFS[cls](X, X, D, K)
+    weight = torch.linspace(-1, 1, out.numel(), dtype=F64).reshape(out.shape)
+    (out * weight).sum().backward()
+    return out.detach(), x.grad
+
+
+def module_grad(cls, x, D, K, mode):
+    ham = cls(R=D.shape[-1], train_steps=K, eval_steps=K, grad=mode)
+    x = x.detach().requires_grad_(True)
+    out = ham(x, D)
+    weight = torch.linspace(-1, 1, out.numel(), dtype=F64).reshape(out.shape)
+    (out * weight).sum().backward()
+    return out.detach(), x.grad
+
+
+@pytest.mark.parametrize("cls", HAMS)
+def test_one_step_and_bptt_gradients_match_references(cls):
+    nonneg = cls is NMF
+    x = rand_input(1, 8, 5, 7, nonneg=nonneg)
+    D = rand_bases(1, 8, 4, nonneg=nonneg)
+    grads = {}
+    for mode in ("one_step", "bptt"):
+        out, grad = module_grad(cls, x, D, 3, mode)
+        ref_out, ref_grad = reference_grad(cls, x, D, 3, mode)
+        torch.testing.assert_close(out.reshape(ref_out.shape), ref_out)
+        torch.testing.assert_close(grad, ref_grad)
+        grads[mode] = grad
+    # Same forward value, different gradients.
+    diff = (grads["one_step"] - grads["bptt"]).norm() / grads["bptt"].norm()
+    assert diff > 1e-2, diff.item()
+
+
+@pytest.mark.parametrize("cls", HAMS)
+def test_one_step_loop_builds_no_graph(cls, monkeypatch):
+    seen = []
+    for mode in ("one_step", "bptt"):
+        ham = cls(R=3, train_steps=2, grad=mode)
+        step = ham.local_step
+
+        def spy(x, bases, coef, aux=None, inplace=False, step=step, mode=mode):
+            seen.append((mode, torch.is_grad_enabled(), bases.requires_grad, inplace))
+            return step(x, bases, coef, aux, inplace)
+
+        monkeypatch.setattr(ham, "local_step", spy)
+        out = ham(torch.rand(1, 6, 3, 5, requires_grad=True))
+        assert out.requires_grad
+    assert seen[:2] == [("one_step", False, False, True)] * 2
+    assert seen[2][:2] == ("bptt", True) and seen[3] == ("bptt", True, True, False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reproducibility
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("cls", HAMS)
+def test_given_bases_reproduce_and_random_init_differs(cls):
+    x = torch.rand(2, 8, 5, 7)
+    bases = F.normalize(torch.rand(2, 8, 4), dim=1)
+    keep = bases.clone()
+    ham = cls(R=4)
+    assert torch.equal(ham(x, bases), ham(x, bases))
+    assert torch.equal(bases, keep)  # the in-place loop works on a copy
+    assert not torch.allclose(ham(x), ham(x))
+    ham.eval()
+    assert not torch.allclose(ham(x), ham(x))  # no eval_seed: still random
+
+
+@pytest.mark.parametrize("cls", HAMS)
+def test_eval_seed_gives_deterministic_evaluation(cls):
+    x = torch.rand(3, 8, 5, 7)
+    ham = cls(R=4, eval_seed=0).eval()
+    out = ham(x)
+    assert torch.equal(out, ham(x))
+    # One dictionary shared by the batch: a sample's output does not depend on its batch.
+    torch.testing.assert_close(ham(x[1:2]), out[1:2])
+    assert not torch.allclose(cls(R=4, eval_seed=1).eval()(x), out)
+    ham.train()
+    assert not torch.allclose(ham(x), ham(x))  # training keeps the random draw
+
+
+# ---------------------------------------------------------------------------------------------
+# Mixed precision
+# ---------------------------------------------------------------------------------------------
+def spy_dtypes(ham, monkeypatch):
+    seen = []
+    compute_coef = ham.compute_coef
+
+    def spy(x, bases, coef):
+        seen.append((x.dtype, bases.dtype, torch.is_autocast_enabled("cpu"), x.data_ptr()))
+        return compute_coef(x, bases, coef)
+
+    monkeypatch.setattr(ham, "compute_coef", spy)
+    return seen
+
+
+@pytest.mark.parametrize("cls", HAMS)
+@pytest.mark.parametrize(
+    "in_dtype, autocast_dtype",
+    [
+        (torch.float16, None),
+        (torch.float16, torch.float16),
+        (torch.float32, torch.float16),
+        (torch.bfloat16, torch.bfloat16),
+        (torch.float32, torch.bfloat16),
+    ],
+)
+def test_mixed_precision_computes_in_float32(cls, in_dtype, autocast_dtype, monkeypatch):
+    ham = cls(R=8)
+    seen = spy_dtypes(ham, monkeypatch)
+    x = (torch.rand(1, 64, 15, 17) * 1e4).to(in_dtype)
+    with torch.autocast(
+        "cpu", dtype=autocast_dtype or torch.bfloat16, enabled=bool(autocast_dtype)
+    ):
+        out = ham(x)
+    assert out.dtype == in_dtype and out.shape == x.shape
+    assert torch.isfinite(out).all()
+    assert out.float().abs().max() > 1  # not a degenerate all-zero output
+    assert seen[0][:3] == (torch.float32, torch.float32, False)
+
+
+def test_float32_input_is_not_copied(monkeypatch):
+    ham = NMF(R=4)
+    seen = spy_dtypes(ham, monkeypatch)
+    x = torch.rand(2, 8, 5, 7)
+    ham(x)
+    assert seen[0][3] == x.data_ptr()
+    x64 = x.double()
+    assert ham(x64).dtype == F64  # float64 is kept, never cast down
+
+
+# ---------------------------------------------------------------------------------------------
+# Shapes and folding
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("cls", HAMS)
+@pytest.mark.parametrize(
+    "shape, kwargs",
+    [
+        ((1, 8, 1, 1), {}),
+        ((2, 8, 15, 17), {}),
+        ((1, 12, 5, 3), dict(S=3)),
+        ((2, 8, 5, 7), dict(spatial=False)),
+        ((1, 8, 5, 7), dict(spatial=False, S=2, init="fixed", D=35)),
+        ((1, 6, 3, 1), dict(grad="bptt", S=2)),
+    ],
+)
+def test_output_shape_is_kept(cls, shape, kwargs):
+    ham = cls(R=4, train_steps=2, **kwargs)
+    x = torch.rand(*shape)
+    out = ham(x)
+    assert out.shape == x.shape and torch.isfinite(out).all()
+    assert out.abs().sum() > 0
+
+
+@pytest.mark.parametrize("cls", HAMS)
+def test_channel_folding_decomposes_the_transposed_matrix(cls):
+    x = torch.rand(2, 8, 5, 7, dtype=F64)  # S = 2: X is (H*W) x (C/S) = 35 x 4
+    bases = rand_bases(4, 35, 3, nonneg=cls is NMF)
+    out = cls(R=3, S=2, spatial=False)(x, bases)
+    # The same matrices laid out for spatial folding: (B*S, H*W, C/S, 1), S = 1.
+    xt = x.reshape(4, 4, 35).transpose(1, 2).unsqueeze(-1).contiguous()
+    ref = cls(R=3)(xt, bases).squeeze(-1).transpose(1, 2).reshape(x.shape)
+    torch.testing.assert_close(out, ref)
+
+
+def test_groups_are_independent():
+    x = torch.rand(1, 8, 5, 7, dtype=F64)
+    bases = rand_bases(2, 4, 3)
+    out = NMF(R=3, S=2)(x, bases)
+    halves = [NMF(R=3)(x[:, 4 * i : 4 * i + 4], bases[i : i + 1]) for i in range(2)]
+    torch.testing.assert_close(out, torch.cat(halves, dim=1))
+
+
+# ---------------------------------------------------------------------------------------------
+# Dictionary initialisation (App. F, Table 8) and argument checks
+# ---------------------------------------------------------------------------------------------
+def test_learned_init_needs_bptt():
+    with pytest.raises(ValueError, match="bptt"):
+        NMF(R=4, D=8, init="learned")
+    ham = NMF(R=4, D=8, init="learned", grad="bptt")
+    assert isinstance(ham.bases, torch.nn.Parameter) and ham.bases.shape == (1, 8, 4)
+    ham(torch.rand(2, 8, 3, 5)).sum().backward()
+    assert ham.bases.grad is not None and ham.bases.grad.abs().sum() > 0
+
+
+def test_fixed_init_is_a_constant_buffer():
+    ham = CD(R=4, D=8, S=2, init="fixed")
+    assert "bases" in ham.state_dict() and ham.bases.shape == (2, 8, 4)
+    before = ham.bases.clone()
+    x = torch.randn(2, 16, 3, 5)
+    assert torch.equal(ham(x), ham(x))
+    assert torch.equal(ham.bases, before)
+
+
+def test_online_init_is_an_ema_of_solved_dictionaries():
+    ham = VQ(R=4, D=8, init="online", eta=0.9)
+    start = ham.bases.clone()
+    ham.eval()
+    ham(torch.randn(2, 8, 3, 5))
+    assert torch.equal(ham.bases, start)  # no update in eval mode
+    ham.train()
+    ham(torch.randn(2, 8, 3, 5))
+    assert not torch.allclose(ham.bases, start)
+    torch.testing.assert_close(ham.bases.norm(dim=1), torch.ones(1, 4))
+    # The update rule itself: buf <- normalize(buf + eta * (mean over batch - buf)).
+    buf = ham.bases.clone()
+    solved = torch.randn(3, 8, 4)
+    ham._online_update(solved, 3)
+    ref = F.normalize(buf + 0.9 * (solved.mean(dim=0, keepdim=True) - buf), dim=1)
+    torch.testing.assert_close(ham.bases, ref)
+
+
+def test_argument_checks():
+    with pytest.raises(ValueError, match="pass D"):
+        NMF(init="online")
+    with pytest.raises(ValueError, match="init"):
+        NMF(init="zeros")
+    with pytest.raises(ValueError, match="grad"):
+        NMF(grad="implicit")
+    with pytest.raises(ValueError, match="beta"):
+        CD(beta=0)
+    with pytest.raises(ValueError, match="D=8"):
+        NMF(D=8)(torch.rand(1, 6, 3, 3))
+    with pytest.raises(ValueError, match="shape"):
+        NMF(R=4)(torch.rand(1, 6, 3, 3), torch.rand(1, 6, 5))
+    with pytest.raises(ValueError, match="divisible"):
+        NMF(S=4)(torch.rand(1, 6, 3, 3))

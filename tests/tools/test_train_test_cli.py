@@ -1,0 +1,157 @@
+"""tools/train.py and tools/test.py end to end on a tiny model (CPU): resume, errors, torchrun."""
+
+from __future__ import annotations
+
+import os
+import os.path as osp
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from tests.conftest import REPO, TINY_FCN
+
+TRAIN = osp.join(REPO, "tools", "train.py")
+TEST = osp.join(REPO, "tools", "test.py")
+
+
+def data_options(root: str) -> list[str]:
+    """--cfg-options that point every dataloader of tiny_fcn.py at ``root``."""
+    return [f"{split}_dataloader.dataset.data_root={root}" for split in ("train", "val", "test")]
+
+
+def run(args: list[str], extra_env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=REPO, **(extra_env or {}))
+    return subprocess.run(args, capture_output=True, text=True, env=env, cwd=REPO, **kwargs)
+
+
+def train(work_dir: str, root: str, max_iters: int, *extra: str) -> subprocess.CompletedProcess:
+    options = [*data_options(root), f"train_cfg.max_iters={max_iters}"]
+    cmd = [sys.executable, TRAIN, TINY_FCN, "--work-dir", work_dir, *extra]
+    result = run([*cmd, "--cfg-options", *options])
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def load(path: str) -> dict:
+    return torch.load(path, map_location="cpu")  # weights_only=True: torch's default
+
+
+def test_resume_continues_iterations_optimizer_and_schedule(tmp_path, tiny_data):
+    straight, split = str(tmp_path / "straight"), str(tmp_path / "split")
+    train(straight, tiny_data, 15)
+    train(split, tiny_data, 10)
+    assert open(osp.join(split, "last_checkpoint")).read().strip().endswith("iter_10.pth")
+    train(split, tiny_data, 15, "--resume")
+
+    resumed, reference = (
+        load(osp.join(split, "iter_15.pth")),
+        load(osp.join(straight, "iter_15.pth")),
+    )
+    assert resumed["meta"]["iter"] == 15
+    # 15 updates; the checkpoint hook runs before the scheduler's 15th step (lr of update 15)
+    steps = resumed["param_schedulers"][0]["last_step"]
+    assert steps == reference["param_schedulers"][0]["last_step"] == 14
+    lr = resumed["optimizer"]["param_groups"][0]["lr"]
+    assert lr == pytest.approx(reference["optimizer"]["param_groups"][0]["lr"], rel=1e-9)
+    assert lr == pytest.approx(1e-4, rel=1e-9)  # poly schedule over 15 iterations: ends at eta_min
+    at_10 = load(osp.join(split, "iter_10.pth"))["optimizer"]["param_groups"][0]["lr"]
+    # mmengine PolyLR over [0, 15) decays to eta_min in 14 steps: lr_t = base * (1 - t/14)^0.9
+    assert at_10 == pytest.approx((0.01 - 1e-4) * (1 - 10 / 14) ** 0.9 + 1e-4, rel=1e-6)
+    # the resumed run went through the same 15 updates as the uninterrupted run
+    for name, value in reference["state_dict"].items():
+        torch.testing.assert_close(resumed["state_dict"][name], value, rtol=1e-5, atol=1e-6)
+    momenta = [s["momentum_buffer"] for s in resumed["optimizer"]["state"].values()]
+    momenta_ref = [s["momentum_buffer"] for s in reference["optimizer"]["state"].values()]
+    for got, want in zip(momenta, momenta_ref, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_resume_from_explicit_path_and_test_tool(tmp_path, tiny_data):
+    work = str(tmp_path / "work")
+    train(work, tiny_data, 5)
+    train(work, tiny_data, 10, "--resume", osp.join(work, "iter_5.pth"))
+    assert load(osp.join(work, "iter_10.pth"))["meta"]["iter"] == 10
+    out = str(tmp_path / "pred")
+    cmd = [sys.executable, TEST, TINY_FCN, osp.join(work, "iter_10.pth"), "--work-dir", work]
+    result = run([*cmd, "--out", out, "--cfg-options", *data_options(tiny_data)])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "mIoU" in result.stdout + result.stderr
+    assert sorted(os.listdir(out)) == ["000.png", "001.png"]
+
+
+def test_weights_only_default_is_untouched():
+    import inspect
+
+    assert inspect.signature(torch.load).parameters["weights_only"].default is None
+    assert "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD" not in os.environ
+    assert torch.serialization._default_to_weights_only(None) is True
+
+
+@pytest.mark.parametrize(
+    "tool,args,expected",
+    [
+        (TRAIN, ["configs/nope.py"], "error: config file not found: configs/nope.py"),
+        (TEST, ["configs/nope.py", TINY_FCN], "error: config file not found: configs/nope.py"),
+        (TEST, [TINY_FCN, "missing.pth"], "error: checkpoint file not found: missing.pth"),
+        (TRAIN, [TINY_FCN, "--resume", "gone.pth"], "error: checkpoint to resume from not found"),
+    ],
+)
+def test_missing_files_give_one_line_and_exit_2(tool, args, expected):
+    result = run([sys.executable, tool, *args])
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith(expected)
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_torchrun_two_cpu_processes_keep_ranks_identical(tmp_path, tiny_data):
+    work = str(tmp_path / "ddp")
+    hook = "custom_hooks=[dict(type='RankStateDumpHook')]"
+    imports = "custom_imports.imports=[hamseg,tests.data.rank_dump_hook]"
+    cmd = ["bash", osp.join(REPO, "tools", "dist_train.sh"), TINY_FCN, "2"]
+    cmd += ["--work-dir", work, "--cfg-options", *data_options(tiny_data)]
+    # dist_train.sh calls `python`: make it this interpreter
+    path = f"{osp.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"
+    env = dict(PATH=path, PORT="29533")
+    result = run([*cmd, "train_cfg.max_iters=4", hook, imports], env, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rank0, rank1 = load(osp.join(work, "rank0.pth")), load(osp.join(work, "rank1.pth"))
+    assert rank0["iter"] == rank1["iter"] == 4 and rank0["world_size"] == 2
+    initial = rank0["initial"]
+    changed = 0
+    for name, value in rank0["state_dict"].items():
+        assert torch.equal(value, rank1["state_dict"][name]), name
+        changed += int(not torch.equal(value, initial[name]))
+    assert changed > 10  # training really updated the parameters
+
+
+def test_slurm_scripts_pass_the_launcher_and_arguments_to_srun(tmp_path):
+    fake = tmp_path / "srun"
+    fake.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$SRUN_LOG"\n')
+    fake.chmod(0o755)
+    env = dict(PATH=f"{tmp_path}{os.pathsep}{os.environ['PATH']}", SRUN_LOG=str(tmp_path / "log"))
+    env["GPUS"] = env["GPUS_PER_NODE"] = "4"
+    script = osp.join(REPO, "tools", "slurm_train.sh")
+    assert (
+        run(["bash", script, "gpu", "job", "configs/ham_voc.py", "wd", "--amp"], env).returncode
+        == 0
+    )
+    argv = (tmp_path / "log").read_text().split("\n")
+    assert argv[:2] == ["-p", "gpu"] and "--ntasks=4" in argv and "--gres=gpu:4" in argv
+    tail = argv[argv.index("python") :]
+    assert tail[2].endswith("tools/train.py")
+    assert tail[3:] == ["configs/ham_voc.py", "--work-dir=wd", "--launcher", "slurm", "--amp", ""]
+    script = osp.join(REPO, "tools", "slurm_test.sh")
+    assert run(["bash", script, "gpu", "job", "cfg.py", "c.pth", "--tta"], env).returncode == 0
+    argv = (tmp_path / "log").read_text().split("\n")
+    assert argv[argv.index("python") + 3 :] == [
+        "cfg.py",
+        "c.pth",
+        "--launcher",
+        "slurm",
+        "--tta",
+        "",
+    ]

@@ -1,0 +1,74 @@
+"""Test (and evaluate) a segmentor with hamseg: mmseg 1.x's command line.
+
+Examples:
+    python tools/test.py configs/ham_voc.py work_dirs/ham_voc/iter_60000.pth
+    python tools/test.py configs/ham_voc.py ckpt.pth --tta            # multi-scale + flip
+    python tools/test.py configs/ham_voc.py ckpt.pth --show-dir vis   # painted predictions
+"""
+
+import argparse
+import os.path as osp
+import sys
+
+sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))  # run from a checkout
+
+import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mmseg is used)
+
+# isort: split
+from mmengine.config import DictAction  # noqa: E402
+from mmengine.runner import Runner  # noqa: E402
+
+from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
+from hamseg.utils import CLIError, build_config, run_cli  # noqa: E402
+from hamseg.utils.cli import require_file  # noqa: E402
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Test (and evaluate) a segmentor")
+    parser.add_argument("config", help="test config file path")
+    parser.add_argument("checkpoint", help="checkpoint file")
+    parser.add_argument("--work-dir", help="where evaluation results are written as json")
+    parser.add_argument("--out", help="directory to save output predictions (PNG)")
+    parser.add_argument("--show", action="store_true", help="show prediction results")
+    parser.add_argument("--show-dir", help="directory where painted images are saved")
+    parser.add_argument("--wait-time", type=float, default=2, help="interval of --show (s)")
+    parser.add_argument("--tta", action="store_true", help="test-time augmentation (config's)")
+    parser.add_argument(
+        "--cfg-options", nargs="+", action=DictAction, help="override config keys: key=value"
+    )
+    parser.add_argument(
+        "--launcher", choices=["none", "pytorch", "slurm"], default="none", help="job launcher"
+    )
+    parser.add_argument("--local_rank", "--local-rank", type=int, default=0)
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    checkpoint = require_file(args.checkpoint, "checkpoint file")
+    cfg = build_config(args.config, args.cfg_options, args.work_dir, args.launcher)
+    cfg.load_from = checkpoint
+    if args.show or args.show_dir:
+        hook = cfg.default_hooks.get("visualization")
+        if hook is None:
+            raise CLIError("--show/--show-dir need default_hooks.visualization in the config")
+        hook.update(draw=True)
+        if args.show:
+            hook.update(show=True, wait_time=args.wait_time)
+        if args.show_dir:
+            cfg.visualizer["save_dir"] = args.show_dir
+    if args.tta:
+        if "tta_pipeline" not in cfg or "tta_model" not in cfg:
+            raise CLIError("--tta needs tta_pipeline and tta_model in the config")
+        cfg.test_dataloader.dataset.pipeline = cfg.tta_pipeline
+        cfg.tta_model.module = cfg.model
+        cfg.model = cfg.tta_model
+    if args.out is not None:
+        cfg.test_evaluator["output_dir"] = args.out
+        cfg.test_evaluator["keep_results"] = True
+    check_dataset_paths(cfg)
+    Runner.from_cfg(cfg).test()
+
+
+if __name__ == "__main__":
+    run_cli(main)

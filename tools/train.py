@@ -1,0 +1,84 @@
+"""Train a segmentor with hamseg: mmseg 1.x's command line, on GPUs or CPU.
+
+Examples:
+    python tools/train.py configs/ham_voc.py
+    python tools/train.py configs/ham_voc.py --resume            # latest checkpoint in work_dir
+    python tools/train.py configs/ham_voc.py --resume work_dirs/ham_voc/iter_4000.pth
+    torchrun --nproc_per_node 8 tools/train.py configs/ham_voc.py --launcher pytorch
+"""
+
+import argparse
+import logging
+import os.path as osp
+import sys
+
+sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))  # run from a checkout
+
+import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mmseg is used)
+
+# isort: split
+import torch  # noqa: E402
+from mmengine.config import DictAction  # noqa: E402
+from mmengine.logging import print_log  # noqa: E402
+from mmengine.runner import Runner  # noqa: E402
+from mmseg.registry import RUNNERS  # noqa: E402
+
+from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
+from hamseg.utils import CLIError, build_config, run_cli  # noqa: E402
+from hamseg.utils.cli import require_file  # noqa: E402
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Train a segmentor")
+    parser.add_argument("config", help="train config file path")
+    parser.add_argument("--work-dir", help="the dir to save logs and models")
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const="auto",
+        default=None,
+        help="resume from a checkpoint path, or (no value) from the latest one in the work_dir",
+    )
+    parser.add_argument(
+        "--amp", action="store_true", help="mixed precision (fp16 on GPU, bf16 autocast on CPU)"
+    )
+    parser.add_argument(
+        "--cfg-options", nargs="+", action=DictAction, help="override config keys: key=value"
+    )
+    parser.add_argument(
+        "--launcher", choices=["none", "pytorch", "slurm"], default="none", help="job launcher"
+    )
+    parser.add_argument("--local_rank", "--local-rank", type=int, default=0)
+    return parser.parse_args()
+
+
+def enable_amp(cfg) -> None:
+    """Switch the optimizer wrapper to mixed precision, as mmseg's ``--amp`` does."""
+    wrapper = cfg.optim_wrapper
+    if wrapper.get("type", "OptimWrapper") in ("AmpOptimWrapper", "CPUAmpOptimWrapper"):
+        print_log("AMP training is already enabled in your config.", "current", logging.WARNING)
+        return
+    if wrapper.get("type", "OptimWrapper") != "OptimWrapper":
+        raise CLIError(f"--amp needs optim_wrapper type OptimWrapper, got {wrapper.type}")
+    if torch.cuda.is_available():
+        wrapper.update(type="AmpOptimWrapper", loss_scale="dynamic")
+    else:
+        wrapper.update(type="CPUAmpOptimWrapper", dtype="bfloat16")
+
+
+def main() -> None:
+    args = parse_args()
+    cfg = build_config(args.config, args.cfg_options, args.work_dir, args.launcher)
+    if args.amp:
+        enable_amp(cfg)
+    if args.resume is not None:
+        cfg.resume = True
+        if args.resume != "auto":
+            cfg.load_from = require_file(args.resume, "checkpoint to resume from")
+    check_dataset_paths(cfg)
+    runner = Runner.from_cfg(cfg) if "runner_type" not in cfg else RUNNERS.build(cfg)
+    runner.train()
+
+
+if __name__ == "__main__":
+    run_cli(main)
