@@ -109,14 +109,18 @@ def test_missing_files_give_one_line_and_exit_2(tool, args, expected):
 @pytest.mark.slow
 def test_torchrun_two_cpu_processes_keep_ranks_identical(tmp_path, tiny_data):
     work = str(tmp_path / "ddp")
-    hook = "custom_hooks=[dict(type='RankStateDumpHook')]"
-    imports = "custom_imports.imports=[hamseg,tests.data.rank_dump_hook]"
-    cmd = ["bash", osp.join(REPO, "tools", "dist_train.sh"), TINY_FCN, "2"]
+    config = tmp_path / "ddp_cfg.py"
+    config.write_text(
+        f"_base_ = [{TINY_FCN!r}]\n"
+        "custom_imports = dict(imports=['hamseg', 'tests.data.rank_dump_hook'])\n"
+        "custom_hooks = [dict(type='RankStateDumpHook')]\n"
+    )
+    cmd = ["bash", osp.join(REPO, "tools", "dist_train.sh"), str(config), "2"]
     cmd += ["--work-dir", work, "--cfg-options", *data_options(tiny_data)]
     # dist_train.sh calls `python`: make it this interpreter
     path = f"{osp.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"
     env = dict(PATH=path, PORT="29533")
-    result = run([*cmd, "train_cfg.max_iters=4", hook, imports], env, timeout=600)
+    result = run([*cmd, "train_cfg.max_iters=4"], env, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     rank0, rank1 = load(osp.join(work, "rank0.pth")), load(osp.join(work, "rank1.pth"))
     assert rank0["iter"] == rank1["iter"] == 4 and rank0["world_size"] == 2
