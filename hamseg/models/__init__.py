@@ -9,6 +9,7 @@ from .cpu_sync_bn import HamSyncBatchNorm  # noqa: F401  ('HamSyncBN', CPU DDP w
 from .decompositions import CD, NMF, VQ, MatrixDecomposition2D
 from .ham_head import HamHead
 from .hamburger import Hamburger
+from .poly_nl import PolyNL, PolyNLHead  # noqa: F401  ('PolyNL', 'PolyNLHead'; Poly-NL Eq. 6)
 from .release_weights import HamResNetPretrained  # noqa: F401  (init_cfg 'HamResNetPretrained')
 
 __all__ = ["CD", "NMF", "VQ", "MatrixDecomposition2D", "Hamburger", "HamHead"]

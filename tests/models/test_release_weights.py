@@ -1,7 +1,5 @@
 """The release's ImageNet ResNet file -> mmseg ResNetV1c (init_cfg 'HamResNetPretrained')."""
 
-from __future__ import annotations
-
 import hamseg  # noqa: F401, I001  (patches the stack before anything imports mmseg)
 
 import os.path as osp
@@ -20,6 +18,9 @@ from hamseg.models.release_weights import (
 )
 from tests.conftest import REPO
 from tests.tools.release_reference import DeepStemResNet, read_listing, synthetic_state_dict
+from tests.helpers import one_thread  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 LISTING = osp.join(REPO, "tests", "tools", "data", "release_hamnet_r101_v2_nmf_state_dict.txt")
 #: Release HamNet backbone names -> names of the ImageNet ResNet module they were taken from.

@@ -1,0 +1,4 @@
+# HamNet, VOC stage 2 (trainval, 20k, lr / 10) from configs/ham_voc.py's final weights: see
+# configs/hamnet/hamnet_r101-d8_8xb2-20k_voc12trainval-513x513.py.
+_base_ = ["./hamnet/hamnet_r101-d8_8xb2-20k_voc12trainval-513x513.py"]
+load_from = "work_dirs/ham_voc/iter_60000.pth"

@@ -1,0 +1,26 @@
+# HamNet stage 2 (release): fine-tune the stage-1 weights on VOC 2012 trainval (2,913 images) for
+# 20k iterations at lr / 10, batch 16, crop 513 (the model behind the test-server submission).
+# Short name: configs/ham_voc_trainval.py.
+_base_ = [
+    "../_base_/models/hamnet_r101-d8.py",
+    "../_base_/datasets/voc12aug_hamnet.py",
+    "../_base_/schedules/hamnet_sgd_poly_20k.py",
+    "../_base_/default_runtime.py",
+]
+model = dict(
+    data_preprocessor=dict(size=(513, 513)),
+    backbone=dict(init_cfg=None),  # every weight comes from load_from
+)
+train_dataloader = dict(
+    dataset=dict(
+        _delete_=True,
+        type="PascalVOCDataset",
+        data_root="data/VOCdevkit/VOC2012",
+        data_prefix=dict(img_path="JPEGImages", seg_map_path="SegmentationClass"),
+        ann_file="ImageSets/Segmentation/trainval.txt",
+        pipeline={{_base_.train_pipeline}},
+    )
+)
+# Stage 1's final weights, in the work_dir that tools/train.py gives its config by default.
+load_from = "work_dirs/hamnet_r101-d8_8xb2-60k_voc12aug-513x513/iter_60000.pth"
+tta_model = dict(type="HamSegTTAModel", merge="logits_sum", pad_stride=8)

@@ -1,0 +1,13 @@
+# HamNet on PASCAL Context, 60 classes (59 + background, as the paper; Table 5: 55.2 mIoU with
+# ms+flip), paper App. E.3: lr 0.002, wd 1e-4, batch 16, 25k iterations, crop 513.
+# Short name: configs/ham_context.py.
+_base_ = [
+    "../_base_/models/hamnet_r101-d8.py",
+    "../_base_/datasets/pascal_context_hamnet.py",
+    "../_base_/schedules/hamnet_sgd_poly_25k.py",
+    "../_base_/default_runtime.py",
+]
+model = dict(data_preprocessor=dict(size=(513, 513)), decode_head=dict(num_classes=60))
+# tools/test.py --tta: the release's MSFlip test, logits summed over the 12 views, each view
+# padded to 8k+1. merge="prob_mean" / pad_stride=None give mmseg's SegTTAModel behaviour.
+tta_model = dict(type="HamSegTTAModel", merge="logits_sum", pad_stride=8)

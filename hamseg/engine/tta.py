@@ -1,0 +1,152 @@
+"""Multi-scale + flip test of the Hamburger release, as an mmseg TTA model.
+
+``tools/test.py --tta`` replaces the model by ``cfg.tta_model`` wrapping ``cfg.model`` and the
+test pipeline by ``cfg.tta_pipeline`` (one entry per scale and flip). mmseg's ``SegTTAModel``
+then averages the softmax probabilities of all views. The release's MSFlip test
+(seg/HamNet/test.py) instead
+
+1. pads every view at the bottom/right to a size of 8k + 1 (with 0, i.e. the mean colour after
+   normalisation), so that the stride-8 feature grid and the bilinear up-sampling with
+   ``align_corners=True`` line up exactly with the image corners,
+2. crops the logits back to the view, up-samples them to the original image, flips back, and
+3. sums the logits of all views (no softmax) and takes the argmax.
+
+:class:`HamSegTTAModel` does both: ``merge='logits_sum'`` (release) or ``'prob_mean'`` (mmseg),
+and ``pad_stride=8`` (release) or None (mmseg, no extra padding).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Union
+
+import torch
+import torch.nn.functional as F
+from mmengine.structures import PixelData
+from mmseg.models.segmentors.seg_tta import SegTTAModel
+from mmseg.registry import MODELS
+from mmseg.structures import SegDataSample
+from torch import Tensor
+
+__all__ = ["HamSegTTAModel", "pad_to_stride_plus_one"]
+
+MERGES = ("logits_sum", "prob_mean")
+
+
+def pad_to_stride_plus_one(
+    inputs: Tensor, stride: int, value: float = 0.0
+) -> tuple[Tensor, int, int]:
+    """Pad (B, C, H, W) at the bottom and right to the next size k * stride + 1 (>= H, W).
+
+    Args:
+        inputs: Batch of normalised images.
+        stride: Output stride of the network (8 in the release).
+        value: Pad value (0 = the mean colour after normalisation).
+
+    Returns:
+        The padded batch and the added rows and columns.
+    """
+    h, w = inputs.shape[-2:]
+    pad_h = math.ceil((h - 1) / stride) * stride + 1 - h
+    pad_w = math.ceil((w - 1) / stride) * stride + 1 - w
+    if pad_h or pad_w:
+        inputs = F.pad(inputs, (0, pad_w, 0, pad_h), value=value)
+    return inputs, pad_h, pad_w
+
+
+@MODELS.register_module()
+class HamSegTTAModel(SegTTAModel):
+    """``SegTTAModel`` with the release's merge rule and 8k + 1 padding as options.
+
+    Args:
+        module: The segmentor (config or module), set by ``tools/test.py --tta``.
+        merge: 'logits_sum' (release: sum of the logits of all views) or 'prob_mean' (mmseg:
+            mean of the softmax, or sigmoid for a single output channel, probabilities).
+        pad_stride: If set, every view is padded at the bottom/right to a size
+            ``k * pad_stride + 1`` before the forward pass and the logits are cropped back
+            (release: 8). None keeps mmseg's behaviour.
+        data_preprocessor: Optional preprocessor for ``module``.
+
+    Raises:
+        ValueError: On an unknown ``merge`` or a ``pad_stride`` below 1.
+    """
+
+    def __init__(
+        self,
+        module: Union[dict, torch.nn.Module],
+        merge: str = "logits_sum",
+        pad_stride: Optional[int] = None,
+        data_preprocessor: Optional[dict] = None,
+    ) -> None:
+        if merge not in MERGES:
+            raise ValueError(f"merge must be one of {MERGES}, got {merge!r}")
+        if pad_stride is not None and pad_stride < 1:
+            raise ValueError(f"pad_stride must be >= 1 or None, got {pad_stride}")
+        super().__init__(module=module, data_preprocessor=data_preprocessor)
+        self.merge = merge
+        self.pad_stride = pad_stride
+
+    def test_step(self, data: Union[dict, tuple, list]) -> list[SegDataSample]:
+        """Predict every view (padded if ``pad_stride`` is set) and merge the predictions."""
+        if self.pad_stride is None:
+            return super().test_step(data)
+        if isinstance(data, dict):
+            num_views = len(data[next(iter(data))])
+            views: list[Any] = [{k: v[i] for k, v in data.items()} for i in range(num_views)]
+        else:
+            views = [[part[i] for part in data] for i in range(len(data[0]))]
+        predictions = [self._predict_padded(view) for view in views]
+        return self.merge_preds(list(zip(*predictions)))
+
+    def _predict_padded(self, view: Union[dict, list]) -> list[SegDataSample]:
+        """One view: preprocess, pad to k * pad_stride + 1, predict (cropped back by mmseg)."""
+        batch = self.module.data_preprocessor(view, False)
+        pad_val = getattr(self.module.data_preprocessor, "pad_val", 0)
+        inputs, pad_h, pad_w = pad_to_stride_plus_one(batch["inputs"], self.pad_stride, pad_val)
+        samples = batch["data_samples"]
+        for sample in samples:
+            left, right, top, bottom = sample.metainfo.get(
+                "img_padding_size", sample.metainfo.get("padding_size", (0, 0, 0, 0))
+            )
+            # mmseg's postprocess_result crops img_padding_size after resizing the logits to
+            # pad_shape (BaseDecodeHead.predict_by_feat).
+            sample.set_metainfo(
+                dict(
+                    img_padding_size=[left, right + pad_w, top, bottom + pad_h],
+                    pad_shape=tuple(inputs.shape[-2:]),
+                )
+            )
+        return self.module(inputs, samples, mode="predict")
+
+    def merge_preds(self, data_samples_list: list[list[SegDataSample]]) -> list[SegDataSample]:
+        """Merge the views of each image.
+
+        Args:
+            data_samples_list: For each image, the predictions of its views; each holds
+                ``seg_logits`` (C, H, W) at the original image size, flipped back.
+
+        Returns:
+            One sample per image with ``pred_sem_seg`` (1, H, W), ``seg_logits`` (the merged
+            scores: summed logits or mean probabilities, (C, H, W)) and ``gt_sem_seg`` if given.
+        """
+        merged = []
+        for views in data_samples_list:
+            logits = torch.stack([v.seg_logits.data for v in views])  # (V, C, H, W)
+            single = logits.shape[1] == 1
+            if self.merge == "logits_sum":
+                scores = logits.sum(dim=0)  # (C, H, W)
+            else:
+                probs = logits.sigmoid() if single else logits.softmax(dim=1)
+                scores = probs.mean(dim=0)  # (C, H, W)
+            if single:
+                prob = scores.div(len(views)).sigmoid() if self.merge == "logits_sum" else scores
+                pred = (prob > self.module.decode_head.threshold).to(torch.long)
+            else:
+                pred = scores.argmax(dim=0, keepdim=True)  # (1, H, W)
+            out = SegDataSample(metainfo=views[0].metainfo)
+            out.pred_sem_seg = PixelData(data=pred)
+            out.seg_logits = PixelData(data=scores)
+            if "gt_sem_seg" in views[0]:
+                out.gt_sem_seg = views[0].gt_sem_seg
+            merged.append(out)
+        return merged

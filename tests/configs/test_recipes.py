@@ -1,0 +1,314 @@
+"""The recipe configs hold the paper's / release's values (shared/reference/hamburger-facts.md).
+
+Values are read from the merged configs and, where the config could say one thing and the model
+do another (norm layers, dilations, stem, parameter groups), from the built model.
+"""
+
+import hamseg  # noqa: F401, I001  (patches the stack before anything imports mmseg)
+
+import os
+import os.path as osp
+
+import pytest
+import torch
+from mmengine.config import Config
+from mmengine.optim import build_optim_wrapper
+from mmengine.registry import init_default_scope
+from mmseg.registry import MODELS
+from torch import nn
+from torch.nn.modules.batchnorm import _BatchNorm
+
+from tests.conftest import REPO
+from tests.helpers import one_thread  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+TRAIN_SCALES = [0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]
+TTA_SCALES = [0.5, 0.75, 1.0, 1.25, 1.5, 1.75]
+ABLATIONS = osp.join("configs", "hamnet", "ablations")
+ABLATION_BASE = "hamnet_r50-d16_1xb12-30k_voc12aug-513x513.py"
+
+
+def load(*parts: str) -> Config:
+    return Config.fromfile(osp.join(REPO, *parts))
+
+
+def build(cfg: Config) -> nn.Module:
+    init_default_scope("mmseg")
+    cfg.model.backbone.init_cfg = None
+    torch.manual_seed(0)
+    return MODELS.build(cfg.model)
+
+
+@pytest.fixture(scope="module")
+def voc() -> Config:
+    return load("configs", "ham_voc.py")
+
+
+@pytest.fixture(scope="module")
+def voc_model(voc) -> nn.Module:
+    return build(load("configs", "ham_voc.py"))
+
+
+def train_pipeline(cfg: Config) -> list:
+    dataset = cfg.train_dataloader.dataset
+    return (dataset.datasets[0] if dataset.type == "ConcatDataset" else dataset).pipeline
+
+
+def resize_scales(choice: dict) -> list[float]:
+    return [t[0]["scale_factor"] if isinstance(t, list) else t["scale_factor"] for t in choice]
+
+
+def check_data(cfg: Config, batch: int = 2) -> None:
+    """Crop 513, scales 0.5..2.0 of the original image, flip, batch per GPU, TTA."""
+    assert cfg.model.data_preprocessor.size == (513, 513)
+    assert (
+        cfg.model.data_preprocessor.pad_val == 0 and cfg.model.data_preprocessor.seg_pad_val == 255
+    )
+    assert cfg.model.data_preprocessor.mean == [123.675, 116.28, 103.53]
+    assert cfg.model.data_preprocessor.std == [58.395, 57.12, 57.375]
+    steps = {t["type"]: t for t in train_pipeline(cfg)}
+    assert resize_scales(steps["RandomChoice"]["transforms"]) == TRAIN_SCALES
+    assert all(t[0]["keep_ratio"] for t in steps["RandomChoice"]["transforms"])
+    assert steps["RandomCrop"]["crop_size"] == (513, 513)
+    assert steps["RandomCrop"].get("cat_max_ratio", 1.0) == 1.0  # plain random crop
+    assert steps["RandomFlip"]["prob"] == 0.5
+    assert "PhotoMetricDistortion" not in steps
+    assert cfg.train_dataloader.batch_size == batch
+    tta = cfg.tta_pipeline[1]["transforms"]
+    assert [t["scale_factor"] for t in tta[0]] == TTA_SCALES
+    assert [t["prob"] for t in tta[1]] == [0.0, 1.0]
+    assert cfg.tta_model == dict(type="HamSegTTAModel", merge="logits_sum", pad_stride=8)
+    assert cfg.model.test_cfg.mode == "whole"
+    val_steps = [t["type"] for t in cfg.val_dataloader.dataset.pipeline]
+    assert "Resize" not in val_steps  # validation at the original size
+
+
+def check_schedule(cfg: Config, lr: float, iters: int) -> None:
+    """SGD momentum 0.9, wd 1e-4, poly 0.9 to 0 without warm-up, the release's groups."""
+    opt = cfg.optim_wrapper.optimizer
+    assert (opt.type, opt.lr, opt.momentum, opt.weight_decay) == ("SGD", lr, 0.9, 1e-4)
+    assert cfg.optim_wrapper.paramwise_cfg == dict(
+        norm_decay_mult=0.0, custom_keys={".bias": dict(lr_mult=2.0, decay_mult=0.0)}
+    )
+    assert cfg.param_scheduler == [
+        dict(type="PolyLR", eta_min=0.0, power=0.9, begin=0, end=iters, by_epoch=False)
+    ]
+    assert cfg.train_cfg.type == "IterBasedTrainLoop" and cfg.train_cfg.max_iters == iters
+    assert cfg.auto_scale_lr.enable is False
+
+
+def check_norms(cfg: Config) -> None:
+    norm = cfg.model.backbone.norm_cfg
+    assert norm == dict(type="SyncBN", requires_grad=True, momentum=3e-4)
+    assert cfg.model.decode_head.norm_cfg == norm
+    assert cfg.sync_bn == "torch"
+
+
+def test_voc_stage1_recipe(voc):
+    check_data(voc)
+    check_schedule(voc, lr=0.009, iters=60000)
+    check_norms(voc)
+    backbone, head = voc.model.backbone, voc.model.decode_head
+    assert (backbone.type, backbone.depth, backbone.stem_channels) == ("ResNetV1c", 101, 128)
+    assert backbone.strides == (1, 2, 1, 1) and backbone.dilations == (1, 1, 2, 4)
+    assert backbone.multi_grid == (2, 8, 16) and backbone.contract_dilation is True
+    assert backbone.norm_eval is False
+    assert backbone.init_cfg == dict(
+        type="HamResNetPretrained", checkpoint="data/pretrained/resnet101-2a57e44d.pth"
+    )
+    assert (head.type, head.variant, head.in_channels, head.in_index) == (
+        "HamHead",
+        "release",
+        2048,
+        3,
+    )
+    assert (head.ham_channels, head.channels, head.num_classes) == (512, 256, 21)
+    assert head.ham_cfg == dict(
+        type="NMF", S=1, R=64, train_steps=6, eval_steps=6, inv_t=1, init="random", grad="one_step"
+    )
+    assert head.dropout_ratio == 0.1 and head.align_corners is True
+    assert head.loss_decode.get("avg_non_ignore", False) is False  # release: mean over all pixels
+    assert "auxiliary_head" not in voc.model
+    # trainaug = VOC train (official labels) + SBD-only aug.txt = 10,582 images
+    parts = voc.train_dataloader.dataset.datasets
+    assert [(d.ann_file, d.data_prefix.seg_map_path) for d in parts] == [
+        ("ImageSets/Segmentation/train.txt", "SegmentationClass"),
+        ("ImageSets/Segmentation/aug.txt", "SegmentationClassAug"),
+    ]
+    assert voc.val_dataloader.dataset.ann_file == "ImageSets/Segmentation/val.txt"
+    vis = voc.default_hooks.visualization
+    assert vis.type == "SegVisualizationHook" and vis.draw is True and vis.interval == 500
+
+
+def test_voc_model_structure(voc_model):
+    backbone = voc_model.backbone
+    stem_convs = [m for m in backbone.stem if isinstance(m, nn.Conv2d)]
+    assert [(c.in_channels, c.out_channels, c.stride) for c in stem_convs] == [
+        (3, 64, (2, 2)), (64, 64, (1, 1)), (64, 128, (1, 1))
+    ]  # fmt: skip
+    assert [b.conv2.dilation[0] for b in backbone.layer4] == [2, 8, 16]
+    assert [b.conv2.dilation[0] for b in backbone.layer3] == [1] + [2] * 22
+    assert [len(getattr(backbone, f"layer{i}")) for i in range(1, 5)] == [3, 4, 23, 3]
+    backbone.eval()
+    with torch.no_grad():
+        feats = backbone(torch.zeros(1, 3, 65, 65))
+    assert feats[3].shape[-2:] == (9, 9)  # output stride 8
+    norms = [m for m in voc_model.modules() if isinstance(m, _BatchNorm)]
+    assert len(norms) == 109  # stem 3 + 33 blocks x 3 + 4 downsample; squeeze, cheese, align
+    assert all(isinstance(m, nn.SyncBatchNorm) and m.momentum == 3e-4 for m in norms)
+    ham = voc_model.decode_head.hamburger
+    assert ham.variant == "release" and hasattr(ham, "cheese")
+    assert (ham.ham.R, ham.ham.D, ham.ham.train_steps, ham.ham.eval_steps) == (64, 512, 6, 6)
+
+
+def test_voc_parameter_groups(voc, voc_model):
+    init_default_scope("mmseg")
+    wrapper = build_optim_wrapper(voc_model, voc.optim_wrapper)
+    names = {id(p): n for n, p in voc_model.named_parameters()}
+    modules = dict(voc_model.named_modules())
+    seen = 0
+    for group in wrapper.optimizer.param_groups:
+        for param in group["params"]:
+            seen += 1
+            name = names[id(param)]
+            owner = modules[name.rsplit(".", 1)[0]]
+            got = (group["lr"], group["weight_decay"])
+            if name.endswith(".bias"):  # conv and norm biases: 2x lr, no decay
+                assert got == pytest.approx((0.018, 0.0)), name
+            elif isinstance(owner, _BatchNorm):
+                assert got == pytest.approx((0.009, 0.0)), name
+            else:
+                assert isinstance(owner, nn.Conv2d) and param.dim() == 4, name
+                assert got == pytest.approx((0.009, 1e-4)), name
+    assert seen == len(names)
+
+
+def test_voc_stage2_recipe():
+    cfg = load("configs", "ham_voc_trainval.py")
+    check_data(cfg)
+    check_schedule(cfg, lr=0.0009, iters=20000)
+    check_norms(cfg)
+    assert cfg.load_from == "work_dirs/ham_voc/iter_60000.pth"
+    assert cfg.model.backbone.init_cfg is None
+    data = cfg.train_dataloader.dataset
+    assert (data.type, data.ann_file, data.data_prefix.seg_map_path) == (
+        "PascalVOCDataset", "ImageSets/Segmentation/trainval.txt", "SegmentationClass"
+    )  # fmt: skip
+    long = load("configs", "hamnet", "hamnet_r101-d8_8xb2-20k_voc12trainval-513x513.py")
+    assert long.load_from == "work_dirs/hamnet_r101-d8_8xb2-60k_voc12aug-513x513/iter_60000.pth"
+
+
+@pytest.mark.parametrize(
+    "name,classes,dataset", [("ham_context.py", 60, "PascalContextDataset"),
+                             ("ham_context_59.py", 59, "PascalContextDataset59")]
+)  # fmt: skip
+def test_context_recipes(voc, name, classes, dataset):
+    cfg = load("configs", name)
+    check_data(cfg)
+    check_schedule(cfg, lr=0.002, iters=25000)
+    check_norms(cfg)
+    assert cfg.model.decode_head.num_classes == classes
+    assert cfg.model.backbone == voc.model.backbone
+    for loader in (cfg.train_dataloader, cfg.val_dataloader):
+        data = loader.dataset
+        assert (data.type, data.data_root) == (dataset, "data/VOCdevkit/VOC2010")
+        assert data.data_prefix.seg_map_path == "SegmentationClassContext"
+        reduce = [t.get("reduce_zero_label", False) for t in data.pipeline if "Annot" in t.type]
+        assert reduce == [classes == 59]
+    assert cfg.val_dataloader.dataset.ann_file == "ImageSets/SegmentationContext/val.txt"
+
+
+def test_long_and_short_names_agree():
+    pairs = {
+        "ham_voc.py": "hamnet_r101-d8_8xb2-60k_voc12aug-513x513.py",
+        "ham_context.py": "hamnet_r101-d8_8xb2-25k_pascal-context-513x513.py",
+        "ham_context_59.py": "hamnet_r101-d8_8xb2-25k_pascal-context-59-513x513.py",
+        "ham_voc_v1c.py": "hamnet_r101-d8-v1c_8xb2-60k_voc12aug-513x513.py",
+    }
+    for short, long in pairs.items():
+        assert load("configs", short).to_dict() == load("configs", "hamnet", long).to_dict()
+
+
+def test_v1c_variant_only_changes_the_backbone_weights(voc):
+    cfg = load("configs", "ham_voc_v1c.py")
+    assert cfg.model.backbone.stem_channels == 64
+    assert cfg.model.backbone.init_cfg == dict(
+        type="Pretrained", checkpoint="open-mmlab://resnet101_v1c"
+    )
+    a, b = cfg.to_dict(), voc.to_dict()
+    for d in (a, b):
+        d["model"]["backbone"].pop("stem_channels", None)
+        d["model"]["backbone"].pop("init_cfg")
+    assert a == b
+
+
+#: Each ablation config: the ham_cfg it must have (everything else equal to its base).
+NMF = dict(
+    type="NMF", S=1, R=64, train_steps=6, eval_steps=6, inv_t=1, init="random", grad="one_step"
+)
+CD = dict(type="CD", S=1, R=64, train_steps=6, eval_steps=6, inv_t=100, beta=0.1, eta=0.9,
+          init="online", grad="one_step")  # fmt: skip
+VQ = dict(type="VQ", S=1, R=64, train_steps=6, eval_steps=6, inv_t=100, init="random",
+          grad="one_step")  # fmt: skip
+ABLATION_HAMS = {
+    ABLATION_BASE: NMF,
+    "nmf_bptt.py": dict(NMF, grad="bptt"),
+    "nmf_init-fixed.py": dict(NMF, init="fixed"),
+    "nmf_init-learned.py": dict(NMF, init="learned", grad="bptt"),
+    "nmf_init-online.py": dict(NMF, init="online"),
+    "cd.py": CD,
+    "cd_bptt.py": dict(CD, grad="bptt"),
+    "cd_init-fixed.py": dict(CD, init="fixed"),
+    "cd_init-learned.py": dict(CD, init="learned", grad="bptt"),
+    "cd_init-random.py": dict(CD, init="random"),
+    "cd_t1.py": dict(CD, inv_t=1),
+    "cd_t0p1.py": dict(CD, inv_t=10),
+    "vq.py": VQ,
+    "vq_bptt.py": dict(VQ, grad="bptt"),
+    "vq_init-fixed.py": dict(VQ, init="fixed"),
+    "vq_init-learned.py": dict(VQ, init="learned", grad="bptt"),
+    "vq_init-online.py": dict(VQ, init="online"),
+}
+
+
+def test_ablation_base_recipe():
+    cfg = load(ABLATIONS, ABLATION_BASE)
+    check_data(cfg, batch=12)
+    check_schedule(cfg, lr=0.009, iters=30000)
+    check_norms(cfg)
+    backbone = cfg.model.backbone
+    assert (backbone.depth, backbone.stem_channels) == (50, 128)
+    assert backbone.strides == (1, 2, 2, 1) and backbone.dilations == (1, 1, 1, 2)
+    assert backbone.multi_grid == (1, 4, 8)
+    assert backbone.init_cfg.checkpoint == "data/pretrained/resnet50-ebb6acbb.pth"
+    assert cfg.model.decode_head.variant == "paper"  # Table 2: +0.50M parameters
+    model = build(cfg)
+    ham = model.decode_head.hamburger
+    ham_params = sum(p.numel() for p in ham.parameters())
+    assert ham_params / 2**20 == pytest.approx(0.50, abs=0.005)  # the release counts M = 2^20
+    model.backbone.eval()
+    with torch.no_grad():
+        assert model.backbone(torch.zeros(1, 3, 65, 65))[3].shape[-2:] == (5, 5)  # OS 16
+
+
+def test_ablation_configs_change_one_setting():
+    found = {f for f in os.listdir(osp.join(REPO, ABLATIONS)) if f.endswith(".py")}
+    assert found == set(ABLATION_HAMS)
+    base = load(ABLATIONS, ABLATION_BASE).to_dict()
+    for name, ham in ABLATION_HAMS.items():
+        cfg = load(ABLATIONS, name).to_dict()
+        assert cfg["model"]["decode_head"].pop("ham_cfg") == ham, name
+        other = dict(base, model=dict(base["model"]))
+        other["model"]["decode_head"] = {
+            k: v for k, v in base["model"]["decode_head"].items() if k != "ham_cfg"
+        }
+        assert cfg == other, name
+
+
+def test_docs_list_every_ablation_and_recipe():
+    text = open(osp.join(REPO, "docs", "recipes.md")).read()
+    for name in ABLATION_HAMS:
+        assert name in text, name
+    for name in ("ham_voc.py", "ham_voc_trainval.py", "ham_context.py", "ham_context_59.py"):
+        assert f"configs/{name}" in text

@@ -1,0 +1,124 @@
+"""tools/convert_release_checkpoint.py: released HamNet checkpoint -> configs/ham_voc.py (strict).
+
+The weights are synthetic, made from the released checkpoint's names and shapes
+(tests/tools/data/release_hamnet_r101_v2_nmf_state_dict.txt, a copy of
+shared/reference/official-hamnet-r101-v2-nmf-state-dict.txt). The released network is rebuilt in
+plain PyTorch from the facts (tests/tools/release_reference.py); loading the same weights into it
+and into the converted mmseg model must give the same function.
+"""
+
+import hamseg  # noqa: F401, I001  (patches the stack before anything imports mmseg)
+
+import os.path as osp
+
+import pytest
+import torch
+from mmengine.runner import load_checkpoint
+
+from hamseg.models.release_weights import WeightMappingError
+from tests.conftest import REPO
+from tests.tools.release_reference import ReleaseHamNet, read_listing, synthetic_state_dict
+from tests.helpers import load_tool, one_thread  # noqa: F401  (one_thread: fixture)
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+LISTING = osp.join(REPO, "tests", "tools", "data", "release_hamnet_r101_v2_nmf_state_dict.txt")
+
+
+tool = load_tool("convert_release_checkpoint.py")
+
+
+@pytest.fixture(scope="module")
+def release_state():
+    rows = read_listing(LISTING)
+    assert len(rows) == 659
+    return synthetic_state_dict(rows)
+
+
+@pytest.fixture(scope="module")
+def voc_model():
+    """configs/ham_voc.py's segmentor (pretrained init off), eval mode."""
+    return tool.build_target_model(tool.DEFAULT_CONFIG).eval()
+
+
+def test_listing_is_the_release_architecture(release_state):
+    # The plain-torch rebuild from the facts has exactly the released names and shapes.
+    ReleaseHamNet().load_state_dict(release_state, strict=True)
+
+
+def test_every_tensor_used_once_and_loaded_strictly(release_state, voc_model):
+    state = tool.convert(release_state, voc_model)
+    assert len(state) == len(release_state) == 659
+    assert {id(t) for t in state.values()} == {id(t) for t in release_state.values()}
+    assert state["backbone.stem.7.running_var"] is release_state["backbone.1.running_var"]
+    assert state["backbone.layer3.22.conv2.weight"] is release_state["backbone.6.22.conv2.weight"]
+    assert state["decode_head.conv_seg.bias"] is release_state["fc.1.bias"]
+    assert (
+        state["decode_head.hamburger.lower_bread.0.bias"]
+        is release_state["hamburger.lower_bread.0.bias"]
+    )
+    loaded = voc_model.state_dict()
+    assert torch.equal(
+        loaded["decode_head.squeeze.conv.weight"], release_state["squeeze.conv.weight"]
+    )
+
+
+def test_renamed_key_fails_with_its_name(release_state, voc_model):
+    bad = dict(release_state)
+    bad["align.conv.weights"] = bad.pop("align.conv.weight")
+    with pytest.raises(WeightMappingError) as err:
+        tool.convert(bad, voc_model)
+    message = str(err.value)
+    assert "align.conv.weights -> decode_head.align.conv.weights" in message
+    assert "no source fills (1):\n  decode_head.align.conv.weight" in message
+
+
+def test_unused_missing_and_misshaped_tensors_are_listed(release_state, voc_model):
+    bad = dict(release_state)
+    bad["aux.conv.weight"] = torch.zeros(1)  # no rule maps it
+    del bad["fc.1.bias"]
+    bad["hamburger.upper_bread.weight"] = torch.zeros(512, 256, 1, 1)
+    with pytest.raises(WeightMappingError) as err:
+        tool.convert(bad, voc_model)
+    message = str(err.value)
+    assert "no rule maps (unused) (1):\n  aux.conv.weight" in message
+    assert "no source fills (1):\n  decode_head.conv_seg.bias" in message
+    assert "hamburger.upper_bread.weight (512, 256, 1, 1) -> " in message
+
+
+def test_cli_writes_a_checkpoint_that_loads_strictly(release_state, voc_model, tmp_path, capsys):
+    src, dst = str(tmp_path / "final.pth"), str(tmp_path / "out" / "hamnet.pth")
+    torch.save(dict(net=release_state, step=60000, best_mIoU=0.8), src)
+    assert tool.main([src, dst]) == 0
+    saved = torch.load(dst, map_location="cpu", weights_only=True)
+    assert set(saved["state_dict"]) == set(voc_model.state_dict())
+    load_checkpoint(voc_model, dst, strict=True)  # mmengine's loader, as tools/test.py uses it
+    assert torch.equal(voc_model.decode_head.conv_seg.weight, release_state["fc.1.weight"])
+
+    torch.save(release_state, src)  # a bare state dict is not the release's format
+    with pytest.raises(WeightMappingError, match=r"\{'net': state_dict"):
+        tool.main([src, dst])
+
+
+def test_converted_model_computes_the_release_function(release_state, voc_model):
+    reference = ReleaseHamNet().eval()
+    reference.load_state_dict(release_state, strict=True)
+    tool.convert(release_state, voc_model)
+    for h, w in [(33, 41), (18, 22)]:  # 8k+1 and other sizes
+        x = torch.randn(1, 3, h, w, generator=torch.Generator().manual_seed(h))
+        with torch.no_grad():
+            torch.manual_seed(7)  # the NMF's random bases: same draw in both
+            expected = reference(x)
+            torch.manual_seed(7)
+            meta = dict(img_shape=(h, w), ori_shape=(h, w), pad_shape=(h, w))
+            got = voc_model.encode_decode(x, [meta])
+        assert got.shape == expected.shape == (1, 21, h, w)
+        scale = expected.abs().max()
+        assert scale > 1e-3  # a non-degenerate function
+        # float32 rounding only (a wrong dilation or stem gives errors of 1e-2 .. 1e-1 * scale)
+        torch.testing.assert_close(got, expected, rtol=0, atol=1e-5 * float(scale))
+        # and the random bases matter: another draw changes the output
+        torch.manual_seed(8)
+        with torch.no_grad():
+            other = voc_model.encode_decode(x, [meta])
+        assert (other - expected).abs().max() > 1e-6 * scale

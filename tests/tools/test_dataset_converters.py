@@ -1,0 +1,219 @@
+"""tools/dataset_converters/{voc_aug,pascal_context}.py on tiny synthetic releases.
+
+The converters are run with the exact command lines that hamseg.datasets.checks prints for a
+missing dataset, from a temporary working directory that holds a miniature ``data/`` tree.
+"""
+
+import hamseg  # noqa: F401, I001  (patches the stack before anything imports mmseg)
+
+import json
+import os
+import os.path as osp
+import shlex
+
+import numpy as np
+import pytest
+from mmengine.config import Config
+from mmengine.registry import init_default_scope
+from mmseg.datasets import PascalContextDataset59
+from mmseg.registry import DATASETS
+from PIL import Image
+from scipy.io import savemat
+
+from hamseg.datasets.checks import PREPARE_CONTEXT, PREPARE_VOC_AUG
+from tests.conftest import REPO
+from tests.helpers import load_tool
+
+
+voc_aug = load_tool("dataset_converters/voc_aug.py")
+pascal_context = load_tool("dataset_converters/pascal_context.py")
+
+
+def run_command(command: str, module) -> int:
+    """Run ``python tools/dataset_converters/<x>.py ARGS`` in-process with the same ARGS."""
+    words = shlex.split(command)
+    name = module.__name__.removeprefix("tool_dataset_converters_")
+    assert words[:2] == ["python", f"tools/dataset_converters/{name}.py"]
+    return module.main(words[2:])
+
+
+def write_lines(path: str, lines: list[str]) -> None:
+    os.makedirs(osp.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.writelines(line + "\n" for line in lines)
+
+
+def write_jpg(path: str, h: int, w: int, rng) -> None:
+    os.makedirs(osp.dirname(path), exist_ok=True)
+    Image.fromarray(rng.integers(0, 255, (h, w, 3), dtype=np.uint8)).save(path)
+
+
+# --------------------------------------------------------------------------------------------
+# VOC trainaug
+# --------------------------------------------------------------------------------------------
+@pytest.fixture()
+def voc_tree(tmp_path, monkeypatch):
+    """data/VOCdevkit/VOC2012 (train a b c, val d e) and data/VOCdevkit/VOCaug (SBD: a b d x y)."""
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    voc = "data/VOCdevkit/VOC2012"
+    write_lines(f"{voc}/ImageSets/Segmentation/train.txt", ["a", "b", "c"])
+    write_lines(f"{voc}/ImageSets/Segmentation/val.txt", ["d", "e"])
+    sbd = "data/VOCdevkit/VOCaug/dataset"
+    write_lines(f"{sbd}/train.txt", ["a", "x", "d"])
+    write_lines(f"{sbd}/val.txt", ["b", "y"])
+    os.makedirs(f"{sbd}/cls")
+    maps = {}
+    for i, image_id in enumerate(["a", "b", "d", "x", "y"]):
+        h, w = 20 + i, 31 - i
+        maps[image_id] = rng.integers(0, 21, (h, w)).astype(np.uint8)
+        boundaries = np.zeros((h, w), np.uint8)
+        savemat(
+            f"{sbd}/cls/{image_id}.mat",
+            {"GTcls": {"Segmentation": maps[image_id], "Boundaries": boundaries,
+                       "CategoriesPresent": np.unique(maps[image_id])}},
+        )  # fmt: skip
+        write_jpg(f"{voc}/JPEGImages/{image_id}.jpg", h, w, rng)
+    for image_id in ["c", "e"]:
+        write_jpg(f"{voc}/JPEGImages/{image_id}.jpg", 24, 24, rng)
+    os.makedirs(f"{voc}/SegmentationClass")
+    for image_id, h, w in [("a", 20, 31), ("b", 21, 30), ("c", 24, 24)]:  # official VOC labels
+        label = rng.integers(0, 21, (h, w)).astype(np.uint8)
+        Image.fromarray(label).save(f"{voc}/SegmentationClass/{image_id}.png")
+    return maps
+
+
+def test_voc_aug_with_the_checks_command(voc_tree, capsys):
+    assert run_command(PREPARE_VOC_AUG, voc_aug) == 0
+    voc = "data/VOCdevkit/VOC2012"
+    for image_id, expected in voc_tree.items():
+        png = np.array(Image.open(f"{voc}/SegmentationClassAug/{image_id}.png"))
+        assert png.dtype == np.uint8 and np.array_equal(png, expected), image_id
+    sets = f"{voc}/ImageSets/Segmentation"
+    assert open(f"{sets}/aug.txt").read().split() == ["x", "y"]  # SBD minus VOC train/val
+    assert open(f"{sets}/trainaug.txt").read().split() == ["a", "b", "c", "x", "y"]
+    out = capsys.readouterr()
+    assert "aug.txt: 2 images, trainaug.txt: 5 images" in out.out
+    assert "10582" in out.err  # the real data's size is stated
+    assert "SBD .mat -> PNG" in out.err  # tqdm progress bar
+
+
+def test_voc_trainaug_loads_with_the_recipe_pipeline(voc_tree):
+    run_command(PREPARE_VOC_AUG, voc_aug)
+    init_default_scope("mmseg")
+    cfg = Config.fromfile(osp.join(REPO, "configs", "ham_voc.py"))
+    dataset = DATASETS.build(cfg.train_dataloader.dataset)
+    assert len(dataset) == 5  # VOC train a b c + aug x y = trainaug
+    sample = dataset[4]  # "y", from SegmentationClassAug
+    label = sample["data_samples"].gt_sem_seg.data
+    assert sample["inputs"].shape[-2:] == label.shape[-2:]
+    assert set(label.unique().tolist()) <= set(range(21))
+
+
+def test_voc_aug_missing_sbd_says_where_to_get_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match="benchmark.tgz"):
+        voc_aug.main([str(tmp_path / "VOCdevkit"), str(tmp_path / "nope")])
+
+
+# --------------------------------------------------------------------------------------------
+# PASCAL Context
+# --------------------------------------------------------------------------------------------
+def test_context_class_table_matches_mmseg():
+    ids = [i for i, _ in pascal_context.CONTEXT59]
+    assert ids == sorted(ids) and len(set(ids)) == 59 and ids[0] == 2 and ids[-1] == 458
+    assert [n for _, n in pascal_context.CONTEXT59] == list(
+        PascalContextDataset59.METAINFO["classes"]
+    )
+    lut = pascal_context.lookup_table()
+    assert lut[2] == 1 and lut[458] == 59 and lut[284] == 37  # aeroplane, wood, person
+    assert lut[0] == lut[1] == lut[459] == 0 and int((lut > 0).sum()) == 59
+
+
+@pytest.fixture()
+def context_tree(tmp_path, monkeypatch):
+    """data/VOCdevkit/VOC2010 with trainval/<id>.mat label maps and the Main train/val split."""
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(1)
+    root = "data/VOCdevkit/VOC2010"
+    os.makedirs(f"{root}/trainval")
+    maps = {}
+    for i, image_id in enumerate(["2008_000002", "2008_000003", "2009_000001", "2010_000004"]):
+        h, w = 17 + i, 23
+        values = np.array([0, 1, 2, 9, 284, 458, 459, 100])  # 1 (accordion), 100: not in the 59
+        maps[image_id] = values[rng.integers(0, len(values), (h, w))].astype(np.uint16)
+        savemat(f"{root}/trainval/{image_id}.mat", {"LabelMap": maps[image_id]})
+        write_jpg(f"{root}/JPEGImages/{image_id}.jpg", h, w, rng)
+    write_lines(f"{root}/ImageSets/Main/train.txt", ["2008_000002", "2009_000001"])
+    write_lines(f"{root}/ImageSets/Main/val.txt", ["2008_000003", "2010_000004", "2010_999999"])
+    return maps
+
+
+def expected_context60(label_map: np.ndarray) -> np.ndarray:
+    mapping = {0: 0, 1: 0, 2: 1, 9: 2, 284: 37, 458: 59, 459: 0, 100: 0}
+    return np.vectorize(mapping.get)(label_map).astype(np.uint8)
+
+
+def test_context_with_the_checks_command(context_tree, capsys):
+    assert run_command(PREPARE_CONTEXT, pascal_context) == 0  # the json does not exist
+    root = "data/VOCdevkit/VOC2010"
+    for image_id, label_map in context_tree.items():
+        png = np.array(Image.open(f"{root}/SegmentationClassContext/{image_id}.png"))
+        assert np.array_equal(png, expected_context60(label_map)), image_id
+    sets = f"{root}/ImageSets/SegmentationContext"
+    assert open(f"{sets}/train.txt").read().split() == ["2008_000002", "2009_000001"]
+    assert open(f"{sets}/val.txt").read().split() == ["2008_000003", "2010_000004"]
+    err = capsys.readouterr().err
+    assert "1 val images" in err and "2010_999999" in err  # listed, not silently dropped
+    assert "Context .mat -> PNG" in err
+
+    init_default_scope("mmseg")
+    for config, classes in (("ham_context.py", 60), ("ham_context_59.py", 59)):
+        cfg = Config.fromfile(osp.join(REPO, "configs", config))
+        dataset = DATASETS.build(cfg.val_dataloader.dataset)
+        assert len(dataset) == 2 and len(dataset.metainfo["classes"]) == classes
+        label = dataset[0]["data_samples"].gt_sem_seg.data  # 2008_000003
+        expected = expected_context60(context_tree["2008_000003"]).astype(np.int64)
+        if classes == 59:  # background ignored, classes shifted down
+            expected = np.where(expected == 0, 255, expected - 1)
+        assert np.array_equal(label[0].numpy(), expected), config
+
+
+def test_context_split_from_the_json(context_tree):
+    root = "data/VOCdevkit/VOC2010"
+    images = [
+        {"file_name": "2008_000002.jpg", "phase": "val"},
+        {"file_name": "2008_000003.jpg", "phase": "train"},
+        {"file_name": "2009_000001.jpg", "phase": "train"},
+    ]
+    with open(f"{root}/trainval_merged.json", "w") as f:
+        json.dump({"images": images, "annos_segmentation": []}, f)
+    run_command(PREPARE_CONTEXT, pascal_context)
+    sets = f"{root}/ImageSets/SegmentationContext"
+    assert open(f"{sets}/train.txt").read().split() == ["2008_000003", "2009_000001"]
+    assert open(f"{sets}/val.txt").read().split() == ["2008_000002"]
+
+
+def test_context_labels_txt_is_checked(context_tree):
+    root = "data/VOCdevkit/VOC2010"
+    names = {i: f"label{i}" for i in range(1, 460)}
+    names.update(dict(pascal_context.CONTEXT59))
+    names[427] = "tv monitor"  # spaces and case are ignored
+    write_lines(f"{root}/labels.txt", [f"{i}: {n}" for i, n in sorted(names.items())])
+    assert run_command(PREPARE_CONTEXT, pascal_context) == 0
+    names[9] = "bagpipe"
+    write_lines(f"{root}/labels.txt", [f"{i}: {n}" for i, n in sorted(names.items())])
+    with pytest.raises(ValueError, match="9: expected 'bag', labels.txt has 'bagpipe'"):
+        run_command(PREPARE_CONTEXT, pascal_context)
+    args = shlex.split(PREPARE_CONTEXT)[2:] + ["--no-label-check"]
+    assert pascal_context.main(args) == 0
+
+
+def test_context_missing_mats_say_what_to_download(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match="trainval.tar.gz"):
+        run_command(PREPARE_CONTEXT, pascal_context)
+
+
+def test_context_rejects_out_of_range_ids():
+    with pytest.raises(ValueError, match="0..459"):
+        pascal_context.to_context60(np.array([[460]]), pascal_context.lookup_table())
