@@ -66,7 +66,7 @@ def main() -> None:
     if args.out is not None:
         cfg.test_evaluator["output_dir"] = args.out
         cfg.test_evaluator["keep_results"] = True
-    check_dataset_paths(cfg)
+    check_dataset_paths(cfg, splits=("test",))
     Runner.from_cfg(cfg).test()
 
 

@@ -75,7 +75,7 @@ def main() -> None:
         cfg.resume = True
         if args.resume != "auto":
             cfg.load_from = require_file(args.resume, "checkpoint to resume from")
-    check_dataset_paths(cfg)
+    check_dataset_paths(cfg, splits=("train", "val"))
     runner = Runner.from_cfg(cfg) if "runner_type" not in cfg else RUNNERS.build(cfg)
     runner.train()
 

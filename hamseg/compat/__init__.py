@@ -12,7 +12,8 @@ needs and nothing else:
 3. ``mmseg::`` config paths without ``pkg_resources`` (:mod:`hamseg.compat.package_lookup`).
    Skipped when ``pkg_resources`` imports.
 4. CPU multi-process training: :func:`setup_cpu_distributed`, called by tools/train.py and
-   tools/test.py (:mod:`hamseg.compat.distributed`).
+   tools/test.py (:mod:`hamseg.compat.distributed`); its DDP wrapper swaps torch's SyncBN for
+   the gloo-capable ``HamSyncBN``.
 5. ``--amp`` without a GPU: :class:`CPUAmpOptimWrapper` (bfloat16 autocast) in
    :mod:`hamseg.compat.amp`.
 6. Crash-safe checkpoints: atomic checkpoint and ``last_checkpoint`` writes, and a resume that

@@ -117,17 +117,23 @@ def atomic_save_checkpoint(
 
 
 class _AtomicTextFile(io.StringIO):
-    """A text buffer that lands on disk atomically when closed without an exception."""
+    """A text buffer that lands on disk atomically when closed, unless an exception is raised
+    inside its ``with`` block (then the previous file stays as it was)."""
 
     def __init__(self, filename: str) -> None:
         super().__init__()
         self._target = filename
+        self._discard = False
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is None:
+    def close(self) -> None:
+        if not self.closed and not self._discard:
             text = self.getvalue()
             atomic_write_bytes(self._target, lambda handle: handle.write(text), mode="w")
-        super().__exit__(exc_type, exc, tb)
+        super().close()
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._discard = exc_type is not None
+        self.close()
 
 
 def _hook_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> IO:

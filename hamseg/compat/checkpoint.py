@@ -68,7 +68,9 @@ def _numpy_types() -> list:
         from numpy._core.multiarray import _reconstruct, scalar
     except ImportError:  # pragma: no cover - numpy 1.x
         from numpy.core.multiarray import _reconstruct, scalar
-    dtype_classes = [type(np.dtype(code)) for code in ("float64", "float32", "int64", "int32", "bool")]
+    dtype_classes = [
+        type(np.dtype(code)) for code in ("float64", "float32", "int64", "int32", "bool")
+    ]
     return [_reconstruct, scalar, np.ndarray, np.dtype, *dtype_classes]
 
 

@@ -88,7 +88,7 @@ class WeightMappingError(KeyError):
 
 
 def load_torch_file(path: str) -> object:
-    """``torch.load`` on CPU with ``weights_only=True`` (no pickled code can run).
+    """Load on CPU with ``weights_only=True``; an unsafe file is refused with a clear message.
 
     Args:
         path: File written by ``torch.save``.
@@ -96,7 +96,9 @@ def load_torch_file(path: str) -> object:
     Returns:
         The loaded object.
     """
-    return torch.load(path, map_location="cpu", weights_only=True)
+    from hamseg.compat.checkpoint import load_checkpoint_file
+
+    return load_checkpoint_file(path, map_location="cpu")
 
 
 def unwrap_state_dict(obj: object, keys: Sequence[str] = _WRAPPER_KEYS) -> dict[str, Tensor]:

@@ -56,9 +56,24 @@ def build_config(
 
 
 def run_cli(main: Callable[[], None]) -> None:
-    """Run ``main``; a :class:`CLIError` or a missing file becomes one line on stderr, exit 2."""
+    """Run ``main``; a user-facing error becomes one line on stderr and exit code 2.
+
+    User-facing: :class:`CLIError`, a missing file or dataset, an invalid sample (bad label,
+    corrupt image), and a checkpoint refused as unsafe or corrupt. Anything else keeps its
+    traceback.
+    """
+    from hamseg.compat.checkpoint import CorruptCheckpointError, UnsafeCheckpointError
+    from hamseg.datasets.checks import InvalidSampleError
+
+    user_errors = (
+        CLIError,
+        FileNotFoundError,
+        InvalidSampleError,
+        UnsafeCheckpointError,
+        CorruptCheckpointError,
+    )
     try:
         main()
-    except (CLIError, FileNotFoundError) as err:
+    except user_errors as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         sys.exit(2)

@@ -3,6 +3,43 @@
 # Prepare the labels with tools/dataset_converters/pascal_context.py (data/README.md).
 _base_ = ["./voc12aug_hamnet.py"]
 dataset_type = "PascalContextDataset"
+train_pipeline = [
+    dict(type="CheckedLoadImageFromFile"),
+    dict(type="CheckedLoadAnnotations", num_classes=60),
+    dict(
+        type="RandomChoice",
+        transforms=[
+            [dict(type="Resize", scale_factor=s, keep_ratio=True)]
+            for s in [0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]
+        ],
+    ),
+    dict(type="RandomCrop", crop_size=(513, 513)),
+    dict(type="RandomFlip", prob=0.5, direction="horizontal"),
+    dict(type="PackSegInputs"),
+]
+test_pipeline = [
+    dict(type="CheckedLoadImageFromFile"),
+    dict(type="CheckedLoadAnnotations", num_classes=60),
+    dict(type="PackSegInputs"),
+]
+tta_pipeline = [
+    dict(type="CheckedLoadImageFromFile", backend_args=None),
+    dict(
+        type="TestTimeAug",
+        transforms=[
+            [
+                dict(type="Resize", scale_factor=s, keep_ratio=True)
+                for s in [0.5, 0.75, 1.0, 1.25, 1.5, 1.75]
+            ],
+            [
+                dict(type="RandomFlip", prob=0.0, direction="horizontal"),
+                dict(type="RandomFlip", prob=1.0, direction="horizontal"),
+            ],
+            [dict(type="CheckedLoadAnnotations", num_classes=60)],
+            [dict(type="PackSegInputs")],
+        ],
+    ),
+]
 data_root = "data/VOCdevkit/VOC2010"
 train_dataloader = dict(
     dataset=dict(
@@ -11,7 +48,7 @@ train_dataloader = dict(
         data_root=data_root,
         data_prefix=dict(img_path="JPEGImages", seg_map_path="SegmentationClassContext"),
         ann_file="ImageSets/SegmentationContext/train.txt",
-        pipeline={{_base_.train_pipeline}},
+        pipeline=train_pipeline,
     )
 )
 val_dataloader = dict(
@@ -20,6 +57,7 @@ val_dataloader = dict(
         data_root=data_root,
         data_prefix=dict(img_path="JPEGImages", seg_map_path="SegmentationClassContext"),
         ann_file="ImageSets/SegmentationContext/val.txt",
+        pipeline=test_pipeline,
     )
 )
 test_dataloader = val_dataloader

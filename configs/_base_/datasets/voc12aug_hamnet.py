@@ -7,9 +7,11 @@ dataset_type = "PascalVOCDataset"
 data_root = "data/VOCdevkit/VOC2012"
 crop_size = (513, 513)
 train_scales = [0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]
+# Checked loaders (hamseg.datasets.transforms): a corrupt file, a label outside [0, 21) other than
+# 255 or an image/label size mismatch stops with an error naming the file.
 train_pipeline = [
-    dict(type="LoadImageFromFile"),
-    dict(type="LoadAnnotations"),
+    dict(type="CheckedLoadImageFromFile"),
+    dict(type="CheckedLoadAnnotations", num_classes=21),
     dict(
         type="RandomChoice",
         transforms=[[dict(type="Resize", scale_factor=s, keep_ratio=True)] for s in train_scales],
@@ -19,15 +21,15 @@ train_pipeline = [
     dict(type="PackSegInputs"),
 ]
 test_pipeline = [
-    dict(type="LoadImageFromFile"),
-    dict(type="LoadAnnotations"),
+    dict(type="CheckedLoadImageFromFile"),
+    dict(type="CheckedLoadAnnotations", num_classes=21),
     dict(type="PackSegInputs"),
 ]
 # Multi-scale + flip test of the paper and release: scales 0.5 .. 1.75 (step 0.25) x {no flip,
 # flip} = 12 views per image (tools/test.py --tta, merged by HamSegTTAModel).
 tta_scales = [0.5, 0.75, 1.0, 1.25, 1.5, 1.75]
 tta_pipeline = [
-    dict(type="LoadImageFromFile", backend_args=None),
+    dict(type="CheckedLoadImageFromFile", backend_args=None),
     dict(
         type="TestTimeAug",
         transforms=[
@@ -36,7 +38,7 @@ tta_pipeline = [
                 dict(type="RandomFlip", prob=0.0, direction="horizontal"),
                 dict(type="RandomFlip", prob=1.0, direction="horizontal"),
             ],
-            [dict(type="LoadAnnotations")],
+            [dict(type="CheckedLoadAnnotations", num_classes=21)],
             [dict(type="PackSegInputs")],
         ],
     ),
