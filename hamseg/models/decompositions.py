@@ -14,7 +14,7 @@ eps = 1e-6, the NMF code initialisation and the extra code update with gradient 
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -28,6 +28,15 @@ EPS = 1e-6
 
 INITS = ("random", "fixed", "learned", "online")
 GRADS = ("one_step", "bptt")
+
+
+class _NMFBuffers(NamedTuple):
+    """Memory reused by the K in-place NMF steps (see :meth:`NMF.precompute`)."""
+
+    numer: Tensor  # (B*S, N, R), D^T X
+    denom: Tensor  # (B*S, N, R), D^T D C
+    numer_d: Tensor  # (B*S, D, R), X C^T
+    denom_d: Tensor  # (B*S, D, R), D C C^T
 
 
 class MatrixDecomposition2D(nn.Module):
@@ -135,8 +144,14 @@ class MatrixDecomposition2D(nn.Module):
     # ----------------------------------------------------------------------------------------
     # The algorithm: subclass hooks
     # ----------------------------------------------------------------------------------------
-    def precompute(self, x: Tensor) -> Tensor | None:
-        """Loop-invariant quantity of X shared by all K steps (None unless a subclass needs one)."""
+    def precompute(self, x: Tensor, inplace: bool = False) -> Any:
+        """What the K steps share: a loop-invariant quantity of X, or buffers that the in-place
+        steps reuse instead of allocating at every step (None unless a subclass needs one).
+
+        Args:
+            x: X, (B*S, D, N).
+            inplace: Whether the steps will run in place (without autograd).
+        """
         return None
 
     def local_step(
@@ -144,7 +159,7 @@ class MatrixDecomposition2D(nn.Module):
         x: Tensor,
         bases: Tensor,
         coef: Tensor | None,
-        aux: Tensor | None = None,
+        aux: Any = None,
         inplace: bool = False,
     ) -> tuple[Tensor, Tensor]:
         """One iteration of the algorithm (the loop body of Alg. 1-3).
@@ -243,7 +258,7 @@ class MatrixDecomposition2D(nn.Module):
     def _iterate(self, x: Tensor, bases: Tensor, inplace: bool) -> tuple[Tensor, Tensor | None]:
         """The K iterations of Alg. 1-3; returns the solved ``(bases, coef)``."""
         coef = self.init_coef(x, bases) if self.uses_initial_coef else None
-        aux = self.precompute(x)
+        aux = self.precompute(x, inplace)
         for _ in range(self.train_steps if self.training else self.eval_steps):
             bases, coef = self.local_step(x, bases, coef, aux, inplace)
         return bases, coef
@@ -256,8 +271,12 @@ class MatrixDecomposition2D(nn.Module):
         self.bases.lerp_(target.to(self.bases.dtype), self.eta)
         self.bases.copy_(F.normalize(self.bases, dim=1))
 
-    def _decompose(self, x: Tensor, bases: Tensor | None) -> Tensor:
-        """Low-rank reconstruction D C of x (B, C, H, W), computed in x's (>= float32) dtype."""
+    def _decompose(self, x: Tensor, bases: Tensor | None, reuse_input: bool = False) -> Tensor:
+        """Low-rank reconstruction D C of x (B, C, H, W), computed in x's (>= float32) dtype.
+
+        With ``reuse_input`` (honoured only without autograd and with spatial folding) the
+        reconstruction is written over x, which the K steps no longer need.
+        """
         X = self._fold(x)  # (B*S, D, N)
         if self.D is not None and X.shape[1] != self.D:
             raise ValueError(f"input gives D={X.shape[1]} but the module was built with D={self.D}")
@@ -270,13 +289,14 @@ class MatrixDecomposition2D(nn.Module):
         else:
             dictionary, coef = self._iterate(X, dictionary, inplace=False)
         coef = self.compute_coef(X, dictionary, coef)
+        overwrite = reuse_input and self.spatial and not torch.is_grad_enabled()
         # (B*S, D, R) @ (B*S, N, R)^T -> (B*S, D, N)
-        out = torch.bmm(dictionary, coef.transpose(1, 2))
+        out = torch.bmm(dictionary, coef.transpose(1, 2), out=X if overwrite else None)
         if self.training and self.init == "online":
             self._online_update(dictionary, batch)
         return self._unfold(out, x.shape)
 
-    def forward(self, x: Tensor, bases: Tensor | None = None) -> Tensor:
+    def forward(self, x: Tensor, bases: Tensor | None = None, reuse_input: bool = False) -> Tensor:
         """Low-rank reconstruction X_bar = D C of x (Eq. 7).
 
         The decomposition always runs in at least float32 with autocast disabled: half / bfloat16
@@ -287,6 +307,9 @@ class MatrixDecomposition2D(nn.Module):
             x: Features (B, C, H, W), any H and W; non-negative for NMF.
             bases: Optional initial dictionary (B*S, D, R) replacing the configured init (e.g.
                 for reproducibility or analysis). It is never modified.
+            reuse_input: Allow the reconstruction to be written over ``x`` (saves allocating
+                an output as large as ``x``); the caller must not use ``x`` afterwards. Honoured
+                only without autograd and with spatial folding.
 
         Returns:
             The reconstruction, same shape and dtype as ``x``.
@@ -295,7 +318,8 @@ class MatrixDecomposition2D(nn.Module):
             raise ValueError(f"expected x of shape (B, C, H, W), got {tuple(x.shape)}")
         with torch.autocast(device_type=x.device.type, enabled=False):
             work = x.float() if torch.finfo(x.dtype).bits < 32 else x
-            out = self._decompose(work, bases)
+            # A cast copy is this call's own memory: it can always take the reconstruction.
+            out = self._decompose(work, bases, reuse_input or work is not x)
         return out.to(x.dtype)
 
 
@@ -322,40 +346,95 @@ class NMF(MatrixDecomposition2D):
             warnings.warn(f"NMF forces inv_t to 1 (App. F, release); got {inv_t}", stacklevel=2)
         super().__init__(inv_t=1.0, **kwargs)
 
+    def precompute(self, x: Tensor, inplace: bool = False) -> _NMFBuffers | None:
+        """Buffers for the in-place steps: every step then writes its four products into the
+        same memory instead of allocating (and page-faulting) eight new tensors."""
+        if not inplace:
+            return None
+        BS, D, N = x.shape
+        return _NMFBuffers(
+            x.new_empty(BS, N, self.R),
+            x.new_empty(BS, N, self.R),
+            x.new_empty(BS, D, self.R),
+            x.new_empty(BS, D, self.R),
+        )
+
     @staticmethod
-    def _coef_update(x: Tensor, bases: Tensor, coef: Tensor, inplace: bool) -> Tensor:
-        """C <- C * (D^T X) / (D^T D C + eps), in the transposed layout coef = C^T."""
+    def _coef_update(
+        x: Tensor, bases: Tensor, coef: Tensor, buffers: _NMFBuffers | None = None
+    ) -> Tensor:
+        """C <- C * (D^T X) / (D^T D C + eps), in the transposed layout coef = C^T.
+
+        With ``buffers`` the update is done in place on ``coef`` (no autograd). The r x r Gram
+        D^T D is formed first: (D^T D) C costs N r^2, D^T (D C) would cost 2 N D r.
+        """
+        numer_out, denom_out = (buffers.numer, buffers.denom) if buffers else (None, None)
+        # (B*S, D, R)^T @ (B*S, D, R) -> (B*S, R, R)
+        gram = torch.bmm(bases.transpose(1, 2), bases)
         # (B*S, D, N)^T @ (B*S, D, R) -> (B*S, N, R)
-        numer = torch.bmm(x.transpose(1, 2), bases)
-        # (B*S, D, R)^T @ (B*S, D, R) -> (B*S, R, R); then (B*S, N, R) @ (B*S, R, R) -> (B*S, N, R)
-        denom = torch.bmm(coef, torch.bmm(bases.transpose(1, 2), bases))
-        if inplace:
+        numer = torch.bmm(x.transpose(1, 2), bases, out=numer_out)
+        # (B*S, N, R) @ (B*S, R, R) -> (B*S, N, R)
+        denom = torch.bmm(coef, gram, out=denom_out)
+        if buffers is not None:
             return coef.mul_(numer.div_(denom.add_(EPS)))
         return coef * numer / (denom + EPS)
+
+    @staticmethod
+    def _bases_update(
+        x: Tensor, bases: Tensor, coef: Tensor, buffers: _NMFBuffers | None = None
+    ) -> Tensor:
+        """D <- D * (X C^T) / (D C C^T + eps); in place on ``bases`` with ``buffers``.
+
+        The r x r Gram C C^T is formed first: D (C C^T) costs D r^2, (D C) C^T would cost
+        2 D N r.
+        """
+        numer_out, denom_out = (buffers.numer_d, buffers.denom_d) if buffers else (None, None)
+        # (B*S, D, N) @ (B*S, N, R) -> (B*S, D, R)
+        numer = torch.bmm(x, coef, out=numer_out)
+        # (B*S, N, R)^T @ (B*S, N, R) -> (B*S, R, R)
+        gram = torch.bmm(coef.transpose(1, 2), coef)
+        # (B*S, D, R) @ (B*S, R, R) -> (B*S, D, R)
+        denom = torch.bmm(bases, gram, out=denom_out)
+        if buffers is not None:
+            return bases.mul_(numer.div_(denom.add_(EPS)))
+        return bases * numer / (denom + EPS)
 
     def local_step(
         self,
         x: Tensor,
         bases: Tensor,
         coef: Tensor | None,
-        aux: Tensor | None = None,
+        aux: _NMFBuffers | None = None,
         inplace: bool = False,
     ) -> tuple[Tensor, Tensor]:
         """Alg. 2 loop body: the C update, then D <- D * (X C^T) / (D C C^T + eps)."""
-        coef = self._coef_update(x, bases, coef, inplace)
-        # (B*S, D, N) @ (B*S, N, R) -> (B*S, D, R)
-        numer = torch.bmm(x, coef)
-        # (B*S, N, R)^T @ (B*S, N, R) -> (B*S, R, R); then (B*S, D, R) @ (B*S, R, R) -> (B*S, D, R)
-        denom = torch.bmm(bases, torch.bmm(coef.transpose(1, 2), coef))
-        if inplace:
-            bases = bases.mul_(numer.div_(denom.add_(EPS)))
-        else:
-            bases = bases * numer / (denom + EPS)
-        return bases, coef
+        buffers = (aux or self.precompute(x, True)) if inplace else None
+        coef = self._coef_update(x, bases, coef, buffers)
+        return self._bases_update(x, bases, coef, buffers), coef
 
     def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor | None) -> Tensor:
-        """One more multiplicative C update, with gradient (release)."""
-        return self._coef_update(x, bases, coef, inplace=False)
+        """One more multiplicative C update, with gradient (release).
+
+        When neither the dictionary nor the codes carry a gradient (the one-step gradient, and
+        evaluation) the factor C / (D^T D C + eps) is a constant: it is computed without
+        autograd, and the gradient-carrying part is one product (D^T X) * factor, computed in
+        the (R, N) layout: autograd then records one bmm and one multiplication, saves one
+        code-sized tensor, and its gradient for X comes out in X's own (D, N) layout.
+
+        Returns:
+            Codes transposed, (B*S, N, R); a view of an (B*S, R, N) tensor on the fast path.
+        """
+        if bases.requires_grad or coef.requires_grad:
+            return self._coef_update(x, bases, coef)
+        with torch.no_grad():
+            # (B*S, D, R)^T @ (B*S, D, R) -> (B*S, R, R)
+            gram = torch.bmm(bases.transpose(1, 2), bases)
+            # (B*S, R, R) @ (B*S, N, R)^T -> (B*S, R, N); D^T D is symmetric: (C D^T D)^T
+            factor = torch.bmm(gram, coef.transpose(1, 2)).add_(EPS)
+            factor = torch.div(coef.transpose(1, 2), factor, out=factor)
+        # (B*S, D, R)^T @ (B*S, D, N) -> (B*S, R, N); bmm does not save its output, so the
+        # in-place product is safe under autograd.
+        return torch.bmm(bases.transpose(1, 2), x).mul_(factor).transpose(1, 2)
 
 
 def _soft_assign(x_unit: Tensor, bases: Tensor, inv_t: float, inplace: bool) -> Tensor:
@@ -384,7 +463,7 @@ def _soft_assign(x_unit: Tensor, bases: Tensor, inv_t: float, inplace: bool) -> 
 class _SoftClustering(MatrixDecomposition2D):
     """Common part of soft VQ and soft CD: normal random init, cosine-softmax assignments."""
 
-    def precompute(self, x: Tensor) -> Tensor:
+    def precompute(self, x: Tensor, inplace: bool = False) -> Tensor:
         """X with unit columns (for the cosine), computed once for all K steps."""
         return F.normalize(x, dim=1)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import math
 
+import torch
 from mmcv.cnn import ConvModule, build_activation_layer
 from mmseg.registry import MODELS
 from torch import Tensor, nn
@@ -108,6 +109,14 @@ class Hamburger(nn.Module):
     def forward(self, x: Tensor, bases: Tensor | None = None) -> Tensor:
         """Apply the block.
 
+        The breads are computed as one matrix product per sample (a 1x1 convolution is
+        W Z, (C_out, C_in) @ (C_in, n)), an eval-mode BatchNorm after a bread is folded into
+        that product, the skip connection and the final ReLU are applied in place, and without
+        autograd the ham writes its reconstruction over its own input. The arithmetic is that of
+        the modules (outputs equal within float rounding); it only saves memory traffic. The
+        plain module calls are used instead under autocast, for non-contiguous inputs and when a
+        submodule has hooks.
+
         Args:
             x: Z, (B, in_channels, H, W).
             bases: Optional initial dictionary for the ham, (B*S, D, R).
@@ -115,7 +124,170 @@ class Hamburger(nn.Module):
         Returns:
             Y, same shape as ``x``.
         """
-        out = self.ham(self.lower_bread(x), bases)
+        if not self._fast_path_applies(x):
+            out = self.ham(self.lower_bread(x), bases)
+            if self.variant == "release":
+                return self.act(x + self.upper_bread(self.cheese(out)))
+            return x + self.upper_bread(out)
+
+        lower = self.lower_bread[0]
+        # W_l Z (+ bias), then the ReLU in front of NMF, in place on the product
+        z = _pointwise(x, lower.weight, lower.bias, relu=len(self.lower_bread) > 1)
+        # z is this call's own tensor: without autograd the ham may overwrite it.
+        out = self.ham(z, bases, reuse_input=not torch.is_grad_enabled())
         if self.variant == "release":
-            return self.act(x + self.upper_bread(self.cheese(out)))
-        return x + self.upper_bread(out)
+            relu = type(self.act) is nn.ReLU
+            # act(Z + W_u cheese(.)): the skip connection is the product's addend
+            y = _pointwise(
+                _conv_module(self.cheese, out), self.upper_bread.weight, residual=x, relu=relu
+            )
+            return y if relu else self.act(y)
+        return _conv_module(self.upper_bread, out, residual=x)  # Z + BN(W_u .)
+
+    #: Feature maps with fewer positions H * W take the plain module calls: the fast path
+    #: saves nothing measurable there, and small maps (tests, toy models) then give results
+    #: bit-identical to the module calls (CD and VQ with 1/T = 100 amplify float rounding).
+    fast_path_min_positions: int = 1024
+
+    def _fast_path_applies(self, x: Tensor) -> bool:
+        """Whether :meth:`forward` may bypass the submodules' own forward calls."""
+        if x.dim() != 4 or not x.is_contiguous() or not x.is_floating_point():
+            return False
+        if x.shape[2] * x.shape[3] < self.fast_path_min_positions:
+            return False
+        if torch.is_autocast_enabled(x.device.type) or _has_global_hooks():
+            return False
+        if len(self.lower_bread) > 1 and type(self.lower_bread[1]) is not nn.ReLU:
+            return False
+        modules = [self.lower_bread[0], self.upper_bread]
+        if self.variant == "release":
+            modules.append(self.cheese)
+        for module in modules:
+            conv = module.conv if isinstance(module, ConvModule) else module
+            if not _is_plain_conv1x1(conv) or _has_hooks(module):
+                return False
+            if isinstance(module, ConvModule):
+                if module.order != ("conv", "norm", "act") or module.with_explicit_padding:
+                    return False
+                if any(_has_hooks(m) for m in module.children()):
+                    return False
+        return True
+
+
+def _has_hooks(module: nn.Module) -> bool:
+    return bool(module._forward_hooks or module._forward_pre_hooks)
+
+
+def _has_global_hooks() -> bool:
+    hooks = nn.modules.module
+    return bool(hooks._global_forward_hooks or hooks._global_forward_pre_hooks)
+
+
+def _is_plain_conv1x1(conv: nn.Module) -> bool:
+    """A 1x1 conv with stride 1, no padding, no dilation and one group."""
+    return (
+        type(conv) is nn.Conv2d
+        and conv.kernel_size == (1, 1)
+        and conv.stride == (1, 1)
+        and conv.padding in ((0, 0), "valid")
+        and conv.dilation == (1, 1)
+        and conv.groups == 1
+    )
+
+
+def _pointwise(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    residual: Tensor | None = None,
+    relu: bool = False,
+) -> Tensor:
+    """relu?(residual + W x + bias) for a 1x1 conv weight W, as one matrix product per sample.
+
+    The additions and the ReLU act on the product's own result before it is viewed as
+    (B, C_out, H, W): in place on the view they would make autograd copy the whole gradient
+    (CopySlices). A residual is the addend of the product (``addmm``), so the skip connection
+    costs no extra pass.
+
+    Args:
+        x: (B, C_in, H, W), contiguous.
+        weight: (C_out, C_in) or (C_out, C_in, 1, 1).
+        bias: (C_out,) or None.
+        residual: (B, C_out, H, W) or None.
+        relu: Apply a ReLU at the end.
+
+    Returns:
+        (B, C_out, H, W).
+    """
+    B, C, H, W = x.shape
+    n = H * W
+    w = weight.reshape(weight.shape[0], C)
+    if B == 1:
+        x2 = x.reshape(C, n)
+        if residual is not None:
+            # (C_out, n) + (C_out, C_in) @ (C_in, n) -> (C_out, n)
+            out = torch.addmm(residual.reshape(-1, n), w, x2)
+            if bias is not None:
+                out = out.add_(bias.unsqueeze(1))  # addmm does not save its output
+        elif bias is not None:
+            # (C_out, 1) + (C_out, C_in) @ (C_in, n) -> (C_out, n)
+            out = torch.addmm(bias.unsqueeze(1), w, x2)
+        else:
+            # (C_out, C_in) @ (C_in, n) -> (C_out, n)
+            out = torch.mm(w, x2)
+    else:
+        x3 = x.reshape(B, C, n)
+        if residual is not None:
+            # (B, C_out, n) + (C_out, C_in) @ (B, C_in, n) -> (B, C_out, n)
+            out = torch.baddbmm(residual.reshape(B, -1, n), w.expand(B, -1, -1), x3)
+        else:
+            # (C_out, C_in) @ (B, C_in, n) -> (B, C_out, n)
+            out = torch.matmul(w, x3)
+        if bias is not None:
+            out = out.add_(bias.unsqueeze(1))  # the products do not save their outputs
+    if relu:
+        out = out.relu_()
+    return out.view(B, w.shape[0], H, W)
+
+
+def _conv_module(module: ConvModule, x: Tensor, residual: Tensor | None = None) -> Tensor:
+    """``module(x) (+ residual)`` for a ConvModule 1x1 conv-norm-act, with an eval-mode
+    BatchNorm folded into the product.
+
+    Folding (as mmcv's ``efficient_conv_bn_eval``): BN(W x + b) = (s W) x + s (b - mean) +
+    beta with s = gamma / sqrt(var + eps), per output channel.
+    """
+    conv, norm = module.conv, module.norm if module.with_norm else None
+    act = module.activate if module.with_activation else None
+    relu = type(act) is nn.ReLU
+    foldable = (
+        isinstance(norm, _BatchNorm)
+        and not norm.training
+        and norm.track_running_stats
+        and norm.running_mean is not None
+    )
+    if foldable or norm is None:
+        if foldable:
+            scale = torch.rsqrt(norm.running_var + norm.eps)
+            if norm.weight is not None:
+                scale = scale * norm.weight
+            bias = -norm.running_mean * scale
+            if conv.bias is not None:
+                bias = bias + conv.bias * scale
+            if norm.bias is not None:
+                bias = bias + norm.bias
+            # (C_out, 1) * (C_out, C_in): the BN scale on the rows of W
+            weight = conv.weight.reshape(conv.out_channels, -1) * scale.unsqueeze(1)
+        else:
+            weight, bias = conv.weight, conv.bias
+        if act is None or relu:
+            return _pointwise(x, weight, bias, residual=residual, relu=relu)
+        y = act(_pointwise(x, weight, bias))
+    else:
+        y = norm(_pointwise(x, conv.weight, conv.bias))  # a new tensor: in place is safe on it
+        if act is not None:
+            y = act(y)
+    if residual is None:
+        return y
+    # In place only on a norm's output: an activation may have saved its own output.
+    return y.add_(residual) if act is None else y + residual

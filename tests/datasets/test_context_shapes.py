@@ -1,0 +1,202 @@
+"""Context Shapes generator: determinism, label design (context decides), mmseg loading, CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import os.path as osp
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import hamseg  # noqa: F401  (must precede mmseg imports)
+from hamseg.datasets.context_shapes import (
+    CLASSES,
+    PALETTE,
+    TEAM_COLOURS,
+    ContextShapesConfig,
+    draw_sample,
+    flag_region,
+    generate_context_shapes,
+    is_generated,
+    read_flag_team,
+    sample_rng,
+)
+
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+TINY = ContextShapesConfig(size=64, num_train=5, num_val=3, seed=3)
+K = len(TEAM_COLOURS)
+
+
+def _digests(root: str) -> dict[str, str]:
+    out = {}
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            path = osp.join(dirpath, f)
+            with open(path, "rb") as fh:
+                out[osp.relpath(path, root)] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
+def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):
+    a, b, c = (str(tmp_path / n) for n in "abc")
+    generate_context_shapes(a, TINY, progress=False)
+    generate_context_shapes(b, TINY, progress=False)
+    other = ContextShapesConfig(**{**TINY.__dict__, "seed": 4})
+    generate_context_shapes(c, other, progress=False)
+    da, db, dc = _digests(a), _digests(b), _digests(c)
+    assert len(da) == 2 * (5 + 3) + 1  # images + labels + context_shapes.json
+    assert da == db
+    imgs = [k for k in da if k.startswith("img_dir")]
+    assert all(da[k] != dc[k] for k in imgs)
+
+
+def test_sample_independent_of_counts():
+    """Sample i of a split is the same whatever the counts (seeded by (seed, split, i))."""
+    img1, lab1, _ = draw_sample(sample_rng(0, "train", 7), TINY)
+    img2, lab2, _ = draw_sample(sample_rng(0, "train", 7), TINY)
+    img3, _, _ = draw_sample(sample_rng(0, "val", 7), TINY)
+    assert np.array_equal(img1, img2) and np.array_equal(lab1, lab2)
+    assert not np.array_equal(img1, img3)
+
+
+def test_layout_json_and_regeneration(tmp_path):
+    root = str(tmp_path / "cs")
+    info = generate_context_shapes(root, TINY, progress=False)
+    assert is_generated(root) and is_generated(root, TINY)
+    assert not is_generated(root, ContextShapesConfig(size=64, num_train=6, num_val=3, seed=3))
+    with open(osp.join(root, "context_shapes.json")) as f:
+        assert json.load(f) == info
+    assert sorted(os.listdir(osp.join(root, "ann_dir", "val"))) == [
+        "000000.png",
+        "000001.png",
+        "000002.png",
+    ]
+    # Fewer images: stale files of the larger run are removed.
+    generate_context_shapes(root, ContextShapesConfig(size=64, num_train=2, num_val=1), False)
+    assert len(os.listdir(osp.join(root, "img_dir", "train"))) == 2
+    info_path = osp.join(root, "context_shapes.json")
+    with open(info_path) as f:
+        info = json.load(f)
+    with open(info_path, "w") as f:
+        json.dump({**info, "design_version": -1}, f)
+    assert not is_generated(root)  # another generator version: must be regenerated
+    with open(info_path, "w") as f:
+        json.dump(info, f)
+    assert is_generated(root)
+    os.remove(osp.join(root, "img_dir", "val", "000000.png"))
+    assert not is_generated(root)
+
+
+@pytest.mark.parametrize("index", range(40))
+def test_label_is_a_function_of_the_far_flag_only(index):
+    """The class of every player equals 1 + the team read from the flag's pixels, and the flag
+    is at least a third of the image away from every player."""
+    cfg = ContextShapesConfig(size=96)
+    img, label, meta = draw_sample(sample_rng(0, "train", index), cfg)
+    team = read_flag_team(img, meta["side"], cfg.size, cfg.flag_frac)
+    assert team == meta["team"]
+    players = (label >= 1) & (label <= K)
+    assert players.any()
+    assert set(np.unique(label[players])) == {1 + team}
+    rows, cols = flag_region(meta["side"], cfg.size, cfg.flag_frac)
+    flag = np.zeros_like(players)
+    flag[rows, cols] = True
+    assert set(np.unique(label[flag])) == {1 + K + team}
+    ys, xs = np.nonzero(players)
+    fy, fx = np.nonzero(flag)
+    if meta["side"] in ("left", "right"):
+        gap = np.abs(xs[:, None] - fx[None, :]).min()
+    else:
+        gap = np.abs(ys[:, None] - fy[None, :]).min()
+    assert gap >= cfg.size // 3
+
+
+@pytest.mark.parametrize("index", range(10))
+def test_changing_only_the_flag_changes_only_the_class(index):
+    """Same random state, other team: pixels differ only inside the flag band; the players'
+    pixels are identical and their label switches to the new team (class = f(cue))."""
+    cfg = ContextShapesConfig(size=96)
+    outs = [draw_sample(sample_rng(0, "val", index), cfg, team=t) for t in range(K)]
+    rows, cols = flag_region(outs[0][2]["side"], cfg.size, cfg.flag_frac)
+    outside = np.ones((cfg.size, cfg.size), bool)
+    outside[rows, cols] = False
+    players = (outs[0][1] >= 1) & (outs[0][1] <= K)
+    for t, (img, label, meta) in enumerate(outs):
+        assert np.array_equal(img[outside], outs[0][0][outside])
+        assert np.array_equal((label >= 1) & (label <= K), players)
+        assert set(np.unique(label[players])) == {1 + t}
+        assert read_flag_team(img, meta["side"], cfg.size, cfg.flag_frac) == t
+
+
+def test_players_look_the_same_for_every_team():
+    """Player pixels are neutral grey from one distribution whatever the team."""
+    cfg = ContextShapesConfig(size=96)
+    greys: dict[int, list[float]] = {t: [] for t in range(K)}
+    for i in range(150):
+        img, label, meta = draw_sample(sample_rng(1, "train", i), cfg)
+        px = img[(label >= 1) & (label <= K)].astype(float)
+        assert np.abs(px[:, 0] - px[:, 1]).max() == 0 and np.abs(px[:, 1] - px[:, 2]).max() == 0
+        greys[meta["team"]].append(px.mean())
+    means = [np.mean(v) for v in greys.values()]
+    assert all(len(v) > 25 for v in greys.values())
+    assert max(means) - min(means) < 6.0  # the grey range is 185..245
+
+
+def test_dataset_class_loads_through_mmseg_pipeline(tmp_path):
+    from mmengine.registry import init_default_scope
+    from mmseg.registry import DATASETS
+
+    init_default_scope("mmseg")
+    root = str(tmp_path / "cs")
+    generate_context_shapes(root, TINY, progress=False)
+    ds = DATASETS.build(
+        dict(
+            type="ContextShapesDataset",
+            data_root=root,
+            data_prefix=dict(img_path="img_dir/train", seg_map_path="ann_dir/train"),
+            pipeline=[
+                dict(type="LoadImageFromFile"),
+                dict(type="LoadAnnotations"),
+                dict(type="PackSegInputs"),
+            ],
+        )
+    )
+    assert len(ds) == 5
+    assert ds.metainfo["classes"] == CLASSES and len(ds.metainfo["palette"]) == len(CLASSES)
+    sample = ds[0]
+    assert tuple(sample["inputs"].shape) == (3, 64, 64)
+    values = set(sample["data_samples"].gt_sem_seg.data.unique().tolist())
+    assert 0 in values and values <= set(range(len(CLASSES)))
+    assert len(PALETTE) == len(CLASSES)
+
+
+def test_cli_writes_dataset_with_options_and_preview(tmp_path):
+    import cv2
+
+    out, preview = str(tmp_path / "cli"), str(tmp_path / "preview.png")
+    cmd = [
+        sys.executable,
+        "tools/dataset_converters/generate_context_shapes.py",
+        "--out-dir",
+        out,
+        "--size",
+        "48",
+        "--num-train",
+        "3",
+        "--num-val",
+        "2",
+        "--seed",
+        "9",
+        "--no-progress",
+        "--preview",
+        preview,
+    ]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert is_generated(out, ContextShapesConfig(size=48, num_train=3, num_val=2, seed=9))
+    # 3 images side by side (4 px gaps) above their label maps.
+    assert cv2.imread(preview).shape == (2 * 48 + 4, 3 * 48 + 2 * 4, 3)

@@ -1,0 +1,292 @@
+"""The fast Hamburger equals a straightforward implementation of the same arithmetic.
+
+The fast path (issue [speed]): in-place NMF steps writing into reused buffers, the final code
+update recorded as one product, the reconstruction written over the ham's input without
+autograd, breads as matrix products with an eval BatchNorm folded in, in-place skip and ReLU.
+The references below are written out plainly (out-of-place, module calls, paper order) and the
+fast path must reproduce their outputs and gradients.
+"""
+
+import hamseg  # noqa: F401, I001  (patches the stack before anything imports mmseg)
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import hamseg.models.hamburger as hamburger_module
+from hamseg.models import CD, NMF, VQ, Hamburger
+
+F64 = torch.float64
+EPS = 1e-6
+
+
+def nmf_reference(X, D, K, X_grad=None):
+    """Alg. 2 as released: codes softmax(X^T D), K steps (C then D), one more C update on
+    ``X_grad`` (X itself unless given), reconstruction D C^T. X (b, d, n), D (b, d, r)."""
+    C = torch.softmax(X.transpose(1, 2) @ D, dim=-1)  # C^T, (b, n, r)
+    for _ in range(K):
+        C = C * (X.transpose(1, 2) @ D) / (C @ (D.transpose(1, 2) @ D) + EPS)
+        D = D * (X @ C) / (D @ (C.transpose(1, 2) @ C) + EPS)
+    X_grad = X if X_grad is None else X_grad
+    C = C * (X_grad.transpose(1, 2) @ D) / (C @ (D.transpose(1, 2) @ D) + EPS)
+    return D @ C.transpose(1, 2)
+
+
+def random_bases(b, d, r, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return F.normalize(torch.rand(b, d, r, generator=g, dtype=dtype), dim=1)
+
+
+@pytest.mark.parametrize("dtype, tol", [(F64, 1e-10), (torch.float32, 2e-5)])
+def test_nmf_eval_equals_reference(dtype, tol):
+    g = torch.Generator().manual_seed(1)
+    x = torch.rand(2, 32, 12, 10, generator=g, dtype=dtype)
+    D = random_bases(2, 32, 8, dtype)
+    ham = NMF(R=8, train_steps=6, eval_steps=6).eval()
+    with torch.no_grad():
+        out = ham(x, D)
+    ref = nmf_reference(x.double().flatten(2), D.double(), 6).reshape(x.shape)
+    assert out.dtype == dtype
+    torch.testing.assert_close(out.double(), ref, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype, tol", [(F64, 1e-10), (torch.float32, 5e-5)])
+def test_nmf_one_step_gradient_equals_reference(dtype, tol):
+    g = torch.Generator().manual_seed(2)
+    x = torch.rand(1, 24, 9, 11, generator=g, dtype=dtype)
+    D = random_bases(1, 24, 6, dtype)
+    weight = torch.randn(x.shape, generator=g, dtype=dtype)
+
+    xm = x.clone().requires_grad_(True)
+    out = NMF(R=6, train_steps=6, grad="one_step")(xm, D)
+    (out * weight).sum().backward()
+
+    xr = x.double().requires_grad_(True)
+    X = xr.flatten(2)
+    ref = nmf_reference(X.detach(), D.double(), 6, X_grad=X).reshape(x.shape)
+    (ref * weight.double()).sum().backward()
+    torch.testing.assert_close(out.detach().double(), ref.detach(), rtol=tol, atol=tol)
+    torch.testing.assert_close(xm.grad.double(), xr.grad, rtol=tol, atol=tol)
+
+
+def test_one_step_graph_is_one_update_and_saves_one_code_sized_tensor():
+    x = torch.rand(1, 16, 6, 6, requires_grad=True)
+    saved = []
+
+    def pack(t):
+        saved.append(tuple(t.shape))
+        return t
+
+    ham = NMF(R=4, train_steps=6, grad="one_step")
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = ham(x)
+    # Saved for backward: the dictionary (for D^T X and for D C^T, d x r each) and one code-
+    # sized factor C / (D^T D C + eps) (r x n); nothing of size d x n (X is not saved).
+    sizes = sorted(torch.Size(s).numel() for s in saved)
+    assert sizes == [16 * 4, 16 * 4, 36 * 4], saved
+    nodes, stack = set(), [out.grad_fn]
+    while stack:
+        fn = stack.pop()
+        if fn is not None and fn not in nodes:
+            nodes.add(fn)
+            stack.extend(f for f, _ in fn.next_functions)
+    # view, bmm, transpose (reconstruction) + mul, bmm, transpose (final update) + fold view
+    # + the leaf: nothing of the 6 iterations.
+    assert len(nodes) == 8
+    # With BPTT the graph holds all 6 iterations.
+    bptt = NMF(R=4, train_steps=6, grad="bptt")(x)
+    count, stack, seen = 0, [bptt.grad_fn], set()
+    while stack:
+        fn = stack.pop()
+        if fn is not None and fn not in seen:
+            seen.add(fn)
+            count += 1
+            stack.extend(f for f, _ in fn.next_functions)
+    assert count > 60
+
+
+def test_in_place_steps_reuse_their_buffers(monkeypatch):
+    """Every in-place step writes its N x R and D x R products into the same four buffers."""
+    ham = NMF(R=4, eval_steps=5).eval()
+    targets = []
+    real_bmm = torch.bmm
+
+    def spy(a, b, *, out=None):
+        if out is not None:
+            targets.append(out.data_ptr())
+        return real_bmm(a, b, out=out)
+
+    monkeypatch.setattr(torch, "bmm", spy)
+    with torch.no_grad():
+        ham(torch.rand(1, 8, 6, 7))
+    # 5 steps x 4 buffered products; the reconstruction gets its own memory (the input is
+    # the caller's: reuse_input is False).
+    assert len(targets) == 20 and len(set(targets)) == 4
+
+
+def test_reuse_input_overwrites_only_when_allowed():
+    x = torch.rand(1, 8, 5, 6)
+    D = random_bases(1, 8, 3, torch.float32)
+    ham = NMF(R=3).eval()
+    keep = x.clone()
+    with torch.no_grad():
+        expected = ham(x, D)
+        assert torch.equal(x, keep)  # default: the input is left alone
+        out = ham(x, D, reuse_input=True)
+    assert out.data_ptr() == x.data_ptr()
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
+    x = keep.clone().requires_grad_(True)
+    out = ham(x, D, reuse_input=True)  # with autograd: never overwritten
+    assert out.data_ptr() != x.data_ptr() and torch.equal(x.detach(), keep)
+
+
+# ---------------------------------------------------------------------------------------------
+# The block
+# ---------------------------------------------------------------------------------------------
+def reference_block(block, x, bases):
+    """Hamburger.forward written with the submodules' own forward calls (Eq. 6 / release V2)."""
+    out = block.ham(block.lower_bread(x), bases)
+    if block.variant == "release":
+        return block.act(x + block.upper_bread(block.cheese(out)))
+    return x + block.upper_bread(out)
+
+
+def perturbed_block(variant, ham, dtype, c=16, d=12, r=4):
+    torch.manual_seed(0)
+    cfg = dict(type=ham, R=r, train_steps=3, eval_steps=3)
+    block = Hamburger(c, d, ham_cfg=cfg, variant=variant).to(dtype)
+    block.fast_path_min_positions = 1  # the fast path on these small maps too
+    for m in block.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 2.0)
+            m.weight.data.uniform_(0.5, 1.5)
+            m.bias.data.uniform_(-0.5, 0.5)
+    return block
+
+
+def count_matmul_breads(monkeypatch):
+    calls = []
+    real = hamburger_module._pointwise
+
+    def spy(*args, **kwargs):
+        calls.append(args[0].shape)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hamburger_module, "_pointwise", spy)
+    return calls
+
+
+CASES = [
+    ("paper", "NMF", torch.float32, 1e-5),
+    ("release", "NMF", torch.float32, 1e-5),
+    ("paper", "CD", F64, 1e-9),
+    ("release", "VQ", F64, 1e-9),
+]
+
+
+@pytest.mark.parametrize("variant, ham, dtype, tol", CASES)
+@pytest.mark.parametrize("batch", [1, 2])
+def test_block_eval_equals_module_calls(variant, ham, dtype, tol, batch, monkeypatch):
+    block = perturbed_block(variant, ham, dtype).eval()
+    x = torch.randn(batch, 16, 7, 9, dtype=dtype)
+    bases = random_bases(batch, 12, 4, dtype)
+    with torch.no_grad():
+        expected = reference_block(block, x, bases)
+        calls = count_matmul_breads(monkeypatch)
+        out = block(x, bases)
+    assert len(calls) >= 2  # the breads went through the matrix-product path
+    torch.testing.assert_close(out, expected, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("variant, ham, dtype, tol", CASES)
+def test_block_training_step_equals_module_calls(variant, ham, dtype, tol):
+    fast = perturbed_block(variant, ham, dtype).train()
+    slow = perturbed_block(variant, ham, dtype).train()
+    x = torch.randn(2, 16, 6, 5, dtype=dtype)
+    bases = random_bases(2, 12, 4, dtype)
+    weight = torch.randn(x.shape, dtype=dtype)
+    xf, xs = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    out_f = fast(xf, bases)
+    out_s = reference_block(slow, xs, bases)
+    (out_f * weight).sum().backward()
+    (out_s * weight).sum().backward()
+    torch.testing.assert_close(out_f, out_s, rtol=tol, atol=tol)
+    torch.testing.assert_close(xf.grad, xs.grad, rtol=tol * 10, atol=tol * 10)
+    for (name, p_f), p_s in zip(fast.named_parameters(), slow.parameters()):
+        torch.testing.assert_close(p_f.grad, p_s.grad, rtol=tol * 10, atol=tol * 10, msg=name)
+    for (name, b_f), b_s in zip(fast.named_buffers(), slow.buffers()):  # BN running stats
+        torch.testing.assert_close(b_f, b_s, rtol=tol, atol=tol, msg=name)
+
+
+def test_fallbacks_use_the_module_calls(monkeypatch):
+    block = perturbed_block("paper", "NMF", torch.float32).eval()
+    x = torch.randn(1, 16, 6, 6)
+    bases = random_bases(1, 12, 4, torch.float32)
+    with torch.no_grad():
+        expected = reference_block(block, x, bases)
+        calls = count_matmul_breads(monkeypatch)
+        # small maps (the default threshold is 32 x 32 positions): bit-identical module calls
+        del block.fast_path_min_positions
+        assert torch.equal(block(x, bases), expected)
+        block.fast_path_min_positions = 1
+        # channels-last input (not contiguous in NCHW)
+        out = block(x.contiguous(memory_format=torch.channels_last), bases)
+        torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+        # a hook on a bread must fire
+        fired = []
+        handle = block.upper_bread.register_forward_hook(lambda *a: fired.append(1))
+        block(x, bases)
+        handle.remove()
+        assert fired == [1]
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            block(x, bases)
+    assert calls == []
+
+
+def test_input_and_running_stats_are_left_alone():
+    block = perturbed_block("release", "NMF", torch.float32).eval()
+    x = torch.randn(1, 16, 6, 6)
+    keep = x.clone()
+    stats = [b.clone() for b in block.buffers()]
+    with torch.no_grad():
+        block(x)
+    assert torch.equal(x, keep)
+    assert all(torch.equal(a, b) for a, b in zip(stats, block.buffers()))
+
+
+@pytest.mark.parametrize("cls", [NMF, CD, VQ])
+def test_float32_guard_is_free_for_float32(cls, monkeypatch):
+    """No cast and no copy of a float32 input: the folded X is a view of it."""
+    ham = cls(R=3).eval()
+    seen = []
+    real = ham._decompose
+
+    def spy(x, bases, reuse_input=False):
+        seen.append((x.data_ptr(), reuse_input))
+        return real(x, bases, reuse_input)
+
+    monkeypatch.setattr(ham, "_decompose", spy)
+    x = torch.rand(1, 6, 4, 5)
+    with torch.no_grad():
+        ham(x)
+        ham(x.half())
+    assert seen[0] == (x.data_ptr(), False)
+    assert seen[1][1] is True  # the float32 copy of a half input is the ham's own memory
+
+
+@pytest.mark.parametrize("variant", ["paper", "release"])
+def test_training_graph_has_no_in_place_view_copies(variant):
+    """In-place ops on views of autograd outputs make backward copy whole gradients."""
+    block = perturbed_block(variant, "NMF", torch.float32).train()
+    out = block(torch.randn(1, 16, 6, 5, requires_grad=True))
+    names, stack, seen = [], [out.grad_fn], set()
+    while stack:
+        fn = stack.pop()
+        if fn is not None and fn not in seen:
+            seen.add(fn)
+            names.append(type(fn).__name__)
+            stack.extend(f for f, _ in fn.next_functions)
+    assert "AddmmBackward0" in names  # the fast path ran
+    assert not [n for n in names if "CopySlices" in n or "AsStrided" in n], names
