@@ -30,7 +30,6 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 # isort: split
 import cv2  # noqa: E402
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 from mmengine.config import Config  # noqa: E402
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm")

@@ -141,6 +141,44 @@ def test_reuse_input_overwrites_only_when_allowed():
     assert out.data_ptr() != x.data_ptr() and torch.equal(x.detach(), keep)
 
 
+def soft_reference(kind, X, D, K, X_final=None, inv_t=100.0, beta=0.1):
+    """Alg. 1 (VQ) / Alg. 3 (CD) as written, X normalised first (cosine = X_unit^T D_unit):
+    K steps on X, the final codes on ``X_final`` (X unless given), reconstruction D C."""
+
+    def assign(X, D, eps):
+        cos = F.normalize(X, dim=1, eps=eps).transpose(1, 2) @ F.normalize(D, dim=1, eps=EPS)
+        return torch.softmax(inv_t * cos, dim=-1)  # C^T, (b, n, r)
+
+    for _ in range(K):
+        C = assign(X, D, 1e-12)
+        C = C / (C.sum(dim=1, keepdim=True) + EPS)
+        D = X @ C if kind == "VQ" else F.normalize(X @ C, dim=1, eps=EPS)
+    X_final = X if X_final is None else X_final
+    if kind == "VQ":
+        return D @ assign(X_final, D, EPS).transpose(1, 2)
+    gram = D.transpose(1, 2) @ D + beta * torch.eye(D.shape[-1], dtype=D.dtype)
+    return D @ torch.linalg.solve(gram, D.transpose(1, 2) @ X_final)
+
+
+@pytest.mark.parametrize("cls", [VQ, CD])
+@pytest.mark.parametrize("training", [False, True])
+def test_soft_clustering_equals_reference_with_normalised_x(cls, training):
+    """The column norms of X are applied to the (N, R) logits instead of to X (float64: no
+    amplification of rounding by the 1/T = 100 softmax); one-step gradient included."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 16, 7, 9, generator=g, dtype=F64)
+    D = F.normalize(torch.randn(2, 16, 5, generator=g, dtype=F64), dim=1)
+    weight = torch.randn(x.shape, generator=g, dtype=F64)
+    xm, xr = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    out = cls(R=5, train_steps=4, eval_steps=4).train(training)(xm, D)
+    (out * weight).sum().backward()
+    X = xr.flatten(2)
+    ref = soft_reference(cls.__name__, X.detach(), D, 4, X_final=X).reshape(x.shape)
+    (ref * weight).sum().backward()
+    torch.testing.assert_close(out.detach(), ref.detach(), rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(xm.grad, xr.grad, rtol=1e-8, atol=1e-8)
+
+
 # ---------------------------------------------------------------------------------------------
 # The block
 # ---------------------------------------------------------------------------------------------
