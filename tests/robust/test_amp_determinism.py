@@ -53,9 +53,9 @@ def test_amp_bf16_training_runs_with_float32_decomposition(tmp_path, tiny_data):
     seen_outside, seen_inside = set(), set()
     decompose = ham._decompose
 
-    def spy(x, bases):
+    def spy(x, bases, *args):
         seen_inside.add((x.dtype, torch.is_autocast_enabled("cpu")))
-        return decompose(x, bases)
+        return decompose(x, bases, *args)
 
     ham._decompose = spy
     ham.register_forward_pre_hook(
