@@ -14,7 +14,8 @@ eps = 1e-6, the NMF code initialisation and the extra code update with gradient 
 from __future__ import annotations
 
 import warnings
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -30,13 +31,16 @@ INITS = ("random", "fixed", "learned", "online")
 GRADS = ("one_step", "bptt")
 
 
-class _NMFBuffers(NamedTuple):
+@dataclass
+class _NMFBuffers:
     """Memory reused by the K in-place NMF steps (see :meth:`NMF.precompute`)."""
 
     numer: Tensor  # (B*S, N, R), D^T X
     denom: Tensor  # (B*S, N, R), D^T D C
     numer_d: Tensor  # (B*S, D, R), X C^T
     denom_d: Tensor  # (B*S, D, R), D C C^T
+    #: ``numer`` already holds D^T X for the current D (the initial codes' logits).
+    numer_ready: bool = False
 
 
 class MatrixDecomposition2D(nn.Module):
@@ -193,11 +197,16 @@ class MatrixDecomposition2D(nn.Module):
     # ----------------------------------------------------------------------------------------
     # Shared machinery
     # ----------------------------------------------------------------------------------------
-    def init_coef(self, x: Tensor, bases: Tensor) -> Tensor:
+    def init_coef(self, x: Tensor, bases: Tensor, aux: Any = None) -> Tensor:
         """Initial codes softmax(inv_t * X^T D) over R (release; App. F for NMF).
 
         As in the release, X is not normalised (the paper writes cosine(D, X)); the dictionary
         columns are unit vectors from the initialisation.
+
+        Args:
+            x: X, (B*S, D, N).
+            bases: Initial dictionary, (B*S, D, R).
+            aux: What :meth:`precompute` returned for ``x`` (unused here).
         """
         # (B*S, D, N)^T @ (B*S, D, R) -> (B*S, N, R)
         logits = torch.bmm(x.transpose(1, 2), bases)
@@ -230,11 +239,13 @@ class MatrixDecomposition2D(nn.Module):
         """Inverse of :meth:`_fold`: (B*S, D, N) -> (B, C, H, W)."""
         return x.reshape(shape) if self.spatial else x.transpose(1, 2).reshape(shape)
 
-    def _initial_bases(self, x: Tensor, batch: int, bases: Tensor | None) -> Tensor:
+    def _initial_bases(
+        self, x: Tensor, batch: int, bases: Tensor | None, inplace: bool = True
+    ) -> Tensor:
         """Initial dictionary (B*S, D, R) for X of shape (B*S, D, N), in X's dtype.
 
-        In-place updates of the one-step loop need a tensor owned by this call, so a given
-        ``bases`` is copied in that mode and buffers are tiled with ``repeat`` (a copy).
+        In-place updates (``inplace``) need a tensor owned by this call, so a given ``bases``
+        is then copied; buffers are always tiled with ``repeat`` (a copy).
         """
         BS, D, _ = x.shape
         if bases is not None:
@@ -243,7 +254,7 @@ class MatrixDecomposition2D(nn.Module):
                     f"bases must have shape (B*S, D, R) = {(BS, D, self.R)}, got "
                     f"{tuple(bases.shape)}"
                 )
-            return bases.to(x.device, x.dtype, copy=self.grad == "one_step")
+            return bases.to(x.device, x.dtype, copy=inplace)
         if self.init != "random":
             # (S, D, R) -> (B*S, D, R)
             return self.bases.to(x.dtype).repeat(batch, 1, 1)
@@ -257,8 +268,8 @@ class MatrixDecomposition2D(nn.Module):
 
     def _iterate(self, x: Tensor, bases: Tensor, inplace: bool) -> tuple[Tensor, Tensor | None]:
         """The K iterations of Alg. 1-3; returns the solved ``(bases, coef)``."""
-        coef = self.init_coef(x, bases) if self.uses_initial_coef else None
         aux = self.precompute(x, inplace)
+        coef = self.init_coef(x, bases, aux) if self.uses_initial_coef else None
         for _ in range(self.train_steps if self.training else self.eval_steps):
             bases, coef = self.local_step(x, bases, coef, aux, inplace)
         return bases, coef
@@ -271,6 +282,28 @@ class MatrixDecomposition2D(nn.Module):
         self.bases.lerp_(target.to(self.bases.dtype), self.eta)
         self.bases.copy_(F.normalize(self.bases, dim=1))
 
+    def _solve(self, X: Tensor, batch: int, bases: Tensor | None) -> tuple[Tensor, Tensor]:
+        """The solved factors of X (B*S, D, N): dictionary (B*S, D, R) and codes (B*S, N, R).
+
+        With the one-step gradient only the final code update is recorded by autograd; in
+        training with ``init='online'`` the warm-start buffer is updated here.
+        """
+        if self.D is not None and X.shape[1] != self.D:
+            raise ValueError(f"input gives D={X.shape[1]} but the module was built with D={self.D}")
+        # Sec. 2.3: with the one-step gradient no graph for the K iterations (bases and coef are
+        # constants in backward); without autograd (inference) BPTT computes the same.
+        inplace = self.grad == "one_step" or not torch.is_grad_enabled()
+        dictionary = self._initial_bases(X, batch, bases, inplace)
+        if inplace:
+            with torch.no_grad():
+                dictionary, coef = self._iterate(X, dictionary, inplace=True)
+        else:
+            dictionary, coef = self._iterate(X, dictionary, inplace=False)
+        coef = self.compute_coef(X, dictionary, coef)
+        if self.training and self.init == "online":
+            self._online_update(dictionary, batch)
+        return dictionary, coef
+
     def _decompose(self, x: Tensor, bases: Tensor | None, reuse_input: bool = False) -> Tensor:
         """Low-rank reconstruction D C of x (B, C, H, W), computed in x's (>= float32) dtype.
 
@@ -278,23 +311,34 @@ class MatrixDecomposition2D(nn.Module):
         reconstruction is written over x, which the K steps no longer need.
         """
         X = self._fold(x)  # (B*S, D, N)
-        if self.D is not None and X.shape[1] != self.D:
-            raise ValueError(f"input gives D={X.shape[1]} but the module was built with D={self.D}")
-        batch = x.shape[0]
-        dictionary = self._initial_bases(X, batch, bases)
-        if self.grad == "one_step":
-            # Sec. 2.3: no graph for the K iterations; bases and coef are constants in backward.
-            with torch.no_grad():
-                dictionary, coef = self._iterate(X, dictionary, inplace=True)
-        else:
-            dictionary, coef = self._iterate(X, dictionary, inplace=False)
-        coef = self.compute_coef(X, dictionary, coef)
+        dictionary, coef = self._solve(X, x.shape[0], bases)
         overwrite = reuse_input and self.spatial and not torch.is_grad_enabled()
         # (B*S, D, R) @ (B*S, N, R)^T -> (B*S, D, N)
         out = torch.bmm(dictionary, coef.transpose(1, 2), out=X if overwrite else None)
-        if self.training and self.init == "online":
-            self._online_update(dictionary, batch)
         return self._unfold(out, x.shape)
+
+    def factorize(self, x: Tensor, bases: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """The solved factors instead of their product (Eq. 7: X_bar = D C).
+
+        A caller that multiplies the reconstruction by a matrix W (e.g. the upper bread, a 1x1
+        conv) can form (W D) C instead of W (D C): with spatial folding that costs C_out D r +
+        C_out r N MACs instead of D r N + C_out D N (Hamburger's inference path does this).
+
+        Args:
+            x: Features (B, C, H, W), float32 or float64 (no cast is done here).
+            bases: Optional initial dictionary (B*S, D, R), as in :meth:`forward`.
+
+        Returns:
+            ``(dictionary, coef)``: (B*S, D, R) and the codes transposed (B*S, N, R), in the
+            folded layout of :meth:`_fold`; ``dictionary @ coef^T`` is :meth:`forward`'s result
+            folded.
+        """
+        if x.dim() != 4 or torch.finfo(x.dtype).bits < 32:
+            raise ValueError(
+                f"expected a float32/64 x of shape (B, C, H, W), got {x.dtype} {tuple(x.shape)}"
+            )
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            return self._solve(self._fold(x), x.shape[0], bases)
 
     def forward(self, x: Tensor, bases: Tensor | None = None, reuse_input: bool = False) -> Tensor:
         """Low-rank reconstruction X_bar = D C of x (Eq. 7).
@@ -346,6 +390,17 @@ class NMF(MatrixDecomposition2D):
             warnings.warn(f"NMF forces inv_t to 1 (App. F, release); got {inv_t}", stacklevel=2)
         super().__init__(inv_t=1.0, **kwargs)
 
+    def init_coef(self, x: Tensor, bases: Tensor, aux: _NMFBuffers | None = None) -> Tensor:
+        """Initial codes softmax(X^T D) (App. F, release). With the in-place buffers the
+        logits X^T D are written into ``aux.numer``: they are also the numerator of the first
+        code update (same D), which then skips that product (one d x n x r product less)."""
+        if aux is None:
+            return super().init_coef(x, bases)
+        # (B*S, D, N)^T @ (B*S, D, R) -> (B*S, N, R)
+        logits = torch.bmm(x.transpose(1, 2), bases, out=aux.numer)
+        aux.numer_ready = True
+        return logits.softmax(dim=-1)
+
     def precompute(self, x: Tensor, inplace: bool = False) -> _NMFBuffers | None:
         """Buffers for the in-place steps: every step then writes its four products into the
         same memory instead of allocating (and page-faulting) eight new tensors."""
@@ -371,8 +426,11 @@ class NMF(MatrixDecomposition2D):
         numer_out, denom_out = (buffers.numer, buffers.denom) if buffers else (None, None)
         # (B*S, D, R)^T @ (B*S, D, R) -> (B*S, R, R)
         gram = torch.bmm(bases.transpose(1, 2), bases)
-        # (B*S, D, N)^T @ (B*S, D, R) -> (B*S, N, R)
-        numer = torch.bmm(x.transpose(1, 2), bases, out=numer_out)
+        if buffers is not None and buffers.numer_ready:
+            numer, buffers.numer_ready = buffers.numer, False  # the initial codes' logits
+        else:
+            # (B*S, D, N)^T @ (B*S, D, R) -> (B*S, N, R)
+            numer = torch.bmm(x.transpose(1, 2), bases, out=numer_out)
         # (B*S, N, R) @ (B*S, R, R) -> (B*S, N, R)
         denom = torch.bmm(coef, gram, out=denom_out)
         if buffers is not None:
@@ -415,16 +473,19 @@ class NMF(MatrixDecomposition2D):
     def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor | None) -> Tensor:
         """One more multiplicative C update, with gradient (release).
 
-        When neither the dictionary nor the codes carry a gradient (the one-step gradient, and
-        evaluation) the factor C / (D^T D C + eps) is a constant: it is computed without
+        With autograd on and neither the dictionary nor the codes carrying a gradient (the
+        one-step gradient) the factor C / (D^T D C + eps) is a constant: it is computed without
         autograd, and the gradient-carrying part is one product (D^T X) * factor, computed in
         the (R, N) layout: autograd then records one bmm and one multiplication, saves one
-        code-sized tensor, and its gradient for X comes out in X's own (D, N) layout.
+        code-sized tensor, and its gradient for X comes out in X's own (D, N) layout. Without
+        autograd the plain update runs, in the (N, R) layout (X^T D is the faster product).
 
         Returns:
-            Codes transposed, (B*S, N, R); a view of an (B*S, R, N) tensor on the fast path.
+            Codes transposed, (B*S, N, R); a view of an (B*S, R, N) tensor on the one-step
+            gradient path.
         """
-        if bases.requires_grad or coef.requires_grad:
+        if bases.requires_grad or coef.requires_grad or not torch.is_grad_enabled():
+            # Without autograd (inference) the (N, R) layout: X^T D is the faster product.
             return self._coef_update(x, bases, coef)
         with torch.no_grad():
             # (B*S, D, R)^T @ (B*S, D, R) -> (B*S, R, R)

@@ -133,6 +133,33 @@ class Hamburger(nn.Module):
         lower = self.lower_bread[0]
         # W_l Z (+ bias), then the ReLU in front of NMF, in place on the product
         z = _pointwise(x, lower.weight, lower.bias, relu=len(self.lower_bread) > 1)
+        first = self.cheese if self.variant == "release" else self.upper_bread
+        folded = None if torch.is_grad_enabled() else self._low_rank_product(first, z)
+        if folded is not None:
+            # Inference: the bread after the ham multiplies the factors, (W D) C, and the
+            # d x n reconstruction is never formed (see Hamburger.factorize's caller notes).
+            dictionary, coef = self.ham.factorize(z, bases)
+            weight, bias = folded
+            # z is this call's own tensor and the factors no longer need it: the product after
+            # the ham is written over it (when it has z's shape).
+            spare = z if weight.shape[0] == z.shape[1] else None
+            if self.variant == "paper":  # Z + BN(W_u D C)
+                return _low_rank_pointwise(
+                    weight, bias, dictionary, coef, z.shape, residual=x, out=spare
+                )
+            cheese = _low_rank_pointwise(
+                weight,
+                bias,
+                dictionary,
+                coef,
+                z.shape,
+                relu=type(first.activate) is nn.ReLU,
+                out=spare,
+            )
+            relu = type(self.act) is nn.ReLU
+            y = _pointwise(cheese, self.upper_bread.weight, residual=x, relu=relu)
+            return y if relu else self.act(y)
+
         # z is this call's own tensor: without autograd the ham may overwrite it.
         out = self.ham(z, bases, reuse_input=not torch.is_grad_enabled())
         if self.variant == "release":
@@ -143,6 +170,19 @@ class Hamburger(nn.Module):
             )
             return y if relu else self.act(y)
         return _conv_module(self.upper_bread, out, residual=x)  # Z + BN(W_u .)
+
+    def _low_rank_product(
+        self, module: ConvModule, z: Tensor
+    ) -> tuple[Tensor, Tensor | None] | None:
+        """The folded (weight, bias) of the conv-norm after the ham if it may multiply the ham's
+        factors instead of their product: spatial folding, a float32/64 z, an eval BatchNorm
+        (or no norm) and a ReLU (or no activation) after it; None otherwise."""
+        act = module.activate if module.with_activation else None
+        if not self.ham.spatial or z.dtype not in (torch.float32, torch.float64):
+            return None
+        if act is not None and (type(act) is not nn.ReLU or self.variant == "paper"):
+            return None
+        return _fold_norm(module)
 
     #: Feature maps with fewer positions H * W take the plain module calls: the fast path
     #: saves nothing measurable there, and small maps (tests, toy models) then give results
@@ -250,44 +290,113 @@ def _pointwise(
     return out.view(B, w.shape[0], H, W)
 
 
-def _conv_module(module: ConvModule, x: Tensor, residual: Tensor | None = None) -> Tensor:
-    """``module(x) (+ residual)`` for a ConvModule 1x1 conv-norm-act, with an eval-mode
-    BatchNorm folded into the product.
+def _fold_norm(module: ConvModule) -> tuple[Tensor, Tensor | None] | None:
+    """(weight (C_out, C_in), bias) of a ConvModule's 1x1 conv with its eval-mode BatchNorm
+    folded in; the conv's own if it has no norm; None if the norm cannot be folded.
 
     Folding (as mmcv's ``efficient_conv_bn_eval``): BN(W x + b) = (s W) x + s (b - mean) +
     beta with s = gamma / sqrt(var + eps), per output channel.
     """
-    conv, norm = module.conv, module.norm if module.with_norm else None
-    act = module.activate if module.with_activation else None
-    relu = type(act) is nn.ReLU
-    foldable = (
+    conv = module.conv
+    if not module.with_norm:
+        return conv.weight.reshape(conv.out_channels, -1), conv.bias
+    norm = module.norm
+    if not (
         isinstance(norm, _BatchNorm)
         and not norm.training
         and norm.track_running_stats
         and norm.running_mean is not None
-    )
-    if foldable or norm is None:
-        if foldable:
-            scale = torch.rsqrt(norm.running_var + norm.eps)
-            if norm.weight is not None:
-                scale = scale * norm.weight
-            bias = -norm.running_mean * scale
-            if conv.bias is not None:
-                bias = bias + conv.bias * scale
-            if norm.bias is not None:
-                bias = bias + norm.bias
-            # (C_out, 1) * (C_out, C_in): the BN scale on the rows of W
-            weight = conv.weight.reshape(conv.out_channels, -1) * scale.unsqueeze(1)
-        else:
-            weight, bias = conv.weight, conv.bias
+    ):
+        return None
+    scale = torch.rsqrt(norm.running_var + norm.eps)
+    if norm.weight is not None:
+        scale = scale * norm.weight
+    bias = -norm.running_mean * scale
+    if conv.bias is not None:
+        bias = bias + conv.bias * scale
+    if norm.bias is not None:
+        bias = bias + norm.bias
+    # (C_out, 1) * (C_out, C_in): the BN scale on the rows of W
+    return conv.weight.reshape(conv.out_channels, -1) * scale.unsqueeze(1), bias
+
+
+def _conv_module(module: ConvModule, x: Tensor, residual: Tensor | None = None) -> Tensor:
+    """``module(x) (+ residual)`` for a ConvModule 1x1 conv-norm-act, with an eval-mode
+    BatchNorm folded into the product (:func:`_fold_norm`)."""
+    act = module.activate if module.with_activation else None
+    folded = _fold_norm(module)
+    if folded is not None:
+        weight, bias = folded
+        relu = type(act) is nn.ReLU
         if act is None or relu:
             return _pointwise(x, weight, bias, residual=residual, relu=relu)
         y = act(_pointwise(x, weight, bias))
     else:
-        y = norm(_pointwise(x, conv.weight, conv.bias))  # a new tensor: in place is safe on it
+        conv = module.conv
+        y = module.norm(_pointwise(x, conv.weight, conv.bias))  # new tensor: in place is safe
         if act is not None:
             y = act(y)
     if residual is None:
         return y
     # In place only on a norm's output: an activation may have saved its own output.
     return y.add_(residual) if act is None else y + residual
+
+
+def _low_rank_pointwise(
+    weight: Tensor,
+    bias: Tensor | None,
+    dictionary: Tensor,
+    coef: Tensor,
+    shape: torch.Size,
+    residual: Tensor | None = None,
+    relu: bool = False,
+    out: Tensor | None = None,
+) -> Tensor:
+    """relu?(residual + W X_bar + bias) for X_bar = D C given by its factors, as (W D) C.
+
+    With S channel groups, X_bar stacks S reconstructions D_s C_s (each D/S channels), and
+    W X_bar = sum_s W_s D_s C_s = [W_1 D_1, ..., W_S D_S] [C_1; ...; C_S]: one product with
+    inner size S r. Cost C_out (D r + S r n) MACs instead of C_out D n (and no d x n
+    reconstruction is written). Without autograd only.
+
+    Args:
+        weight: (C_out, C) for the ham's C channels.
+        bias: (C_out,) or None.
+        dictionary: (B*S, C/S, r).
+        coef: Codes transposed, (B*S, n, r).
+        shape: (B, C, H, W) of the ham's input.
+        residual: (B, C_out, H, W) or None.
+        relu: Apply a ReLU at the end.
+        out: Contiguous (B, C_out, H, W) memory to write the result into (none of the
+            operands), or None to allocate it.
+
+    Returns:
+        (B, C_out, H, W).
+    """
+    B, _, H, W = shape
+    BS, d, r = dictionary.shape
+    S, n, c_out = BS // B, coef.shape[1], weight.shape[0]
+    # (S, C_out, C/S) @ (B, S, C/S, r) -> (B, S, C_out, r)
+    wd = torch.matmul(weight.reshape(c_out, S, d).transpose(0, 1), dictionary.view(B, S, d, r))
+    wd = wd.transpose(1, 2).reshape(B, c_out, S * r)  # [W_1 D_1, ..., W_S D_S]
+    codes = coef.view(B, S, n, r).transpose(2, 3).reshape(B, S * r, n)  # a view when S = 1
+    if out is None:
+        out = wd.new_empty(B, c_out, n)
+    target = out.view(B, c_out, n)
+    if residual is None:
+        # (B, C_out, S r) @ (B, S r, n) -> (B, C_out, n)
+        torch.bmm(wd, codes, out=target)
+        if bias is not None:
+            target.add_(bias.view(1, c_out, 1))
+    else:
+        # residual + bias in one pass, then the product accumulated onto it:
+        # (B, C_out, n) + (B, C_out, S r) @ (B, S r, n) -> (B, C_out, n)
+        res = residual.reshape(B, c_out, n)
+        if bias is None:
+            target.copy_(res)
+        else:
+            torch.add(res, bias.view(1, c_out, 1), out=target)
+        target.baddbmm_(wd, codes)
+    if relu:
+        target.relu_()
+    return target.view(B, c_out, H, W)

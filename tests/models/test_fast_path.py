@@ -204,15 +204,15 @@ def perturbed_block(variant, ham, dtype, c=16, d=12, r=4):
     return block
 
 
-def count_matmul_breads(monkeypatch):
+def count_matmul_breads(monkeypatch, name="_pointwise"):
     calls = []
-    real = hamburger_module._pointwise
+    real = getattr(hamburger_module, name)
 
     def spy(*args, **kwargs):
         calls.append(args[0].shape)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(hamburger_module, "_pointwise", spy)
+    monkeypatch.setattr(hamburger_module, name, spy)
     return calls
 
 
@@ -233,9 +233,64 @@ def test_block_eval_equals_module_calls(variant, ham, dtype, tol, batch, monkeyp
     with torch.no_grad():
         expected = reference_block(block, x, bases)
         calls = count_matmul_breads(monkeypatch)
+        low_rank = count_matmul_breads(monkeypatch, "_low_rank_pointwise")
         out = block(x, bases)
-    assert len(calls) >= 2  # the breads went through the matrix-product path
+    # The lower bread (and the release's upper bread) as matrix products; the bread after the
+    # ham (paper: upper bread, release: cheese) multiplied into the factors, (W D) C.
+    assert len(calls) == (2 if variant == "release" else 1) and len(low_rank) == 1
     torch.testing.assert_close(out, expected, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("variant", ["paper", "release"])
+@pytest.mark.parametrize("S", [2, 3])
+def test_grouped_ham_low_rank_product_equals_module_calls(variant, S, monkeypatch):
+    """With S groups, W X_bar = [W_1 D_1, ..., W_S D_S] [C_1; ...; C_S] (float64, exact)."""
+    torch.manual_seed(4)
+    cfg = dict(type="NMF", S=S, R=3, train_steps=2, eval_steps=2)
+    block = Hamburger(10, 12, ham_cfg=cfg, variant=variant).double().eval()
+    block.fast_path_min_positions = 1
+    for m in block.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 2.0)
+    x = torch.randn(2, 10, 5, 7, dtype=F64)
+    bases = random_bases(2 * S, 12 // S, 3, F64)
+    with torch.no_grad():
+        expected = reference_block(block, x, bases)
+        low_rank = count_matmul_breads(monkeypatch, "_low_rank_pointwise")
+        out = block(x, bases)
+    assert len(low_rank) == 1
+    torch.testing.assert_close(out, expected, rtol=1e-10, atol=1e-10)
+
+
+def test_factorize_gives_the_reconstruction_as_a_product():
+    x = torch.rand(2, 12, 5, 6, dtype=F64)
+    bases = random_bases(4, 6, 3, F64)
+    ham = NMF(S=2, R=3).eval()
+    with torch.no_grad():
+        dictionary, coef = ham.factorize(x, bases)
+        expected = ham(x, bases)
+    assert dictionary.shape == (4, 6, 3) and coef.shape == (4, 30, 3)
+    torch.testing.assert_close((dictionary @ coef.transpose(1, 2)).reshape(x.shape), expected)
+    with pytest.raises(ValueError, match="float32/64"):
+        ham.factorize(x.half(), None)
+
+
+def test_no_low_rank_product_where_the_bread_is_not_linear(monkeypatch):
+    """A training-mode BatchNorm (batch statistics) and a cheese activation other than ReLU
+    need the reconstruction itself: the plain fast path runs, with the same result."""
+    train_bn = perturbed_block("paper", "NMF", torch.float32).train()
+    gelu = Hamburger(16, 12, ham_cfg=dict(type="NMF", R=4), act_cfg=dict(type="GELU")).eval()
+    gelu.fast_path_min_positions = 1
+    x = torch.rand(2, 16, 6, 5)
+    bases = random_bases(2, 12, 4, torch.float32)
+    for block in (train_bn, gelu):
+        with torch.no_grad():
+            expected = reference_block(block, x, bases)
+            low_rank = count_matmul_breads(monkeypatch, "_low_rank_pointwise")
+            out = block(x, bases)
+        assert low_rank == []
+        torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("variant, ham, dtype, tol", CASES)
@@ -328,3 +383,38 @@ def test_training_graph_has_no_in_place_view_copies(variant):
             stack.extend(f for f, _ in fn.next_functions)
     assert "AddmmBackward0" in names  # the fast path ran
     assert not [n for n in names if "CopySlices" in n or "AsStrided" in n], names
+
+
+@pytest.mark.parametrize("cls", [NMF, CD, VQ])
+def test_bptt_without_autograd_runs_the_in_place_steps(cls):
+    """Inference with grad='bptt' computes what 'one_step' computes (no graph either way),
+    in place, and leaves a given dictionary alone."""
+    x = torch.rand(2, 8, 5, 7, dtype=F64)
+    bases = random_bases(2, 8, 3, F64)
+    keep = bases.clone()
+    one_step = cls(R=3, eval_steps=4, grad="one_step").eval()
+    bptt = cls(R=3, eval_steps=4, grad="bptt").eval()
+    with torch.no_grad():
+        expected = one_step(x, bases)
+        out = bptt(x, bases)
+    assert torch.equal(bases, keep)
+    torch.testing.assert_close(out, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_nmf_initial_logits_are_the_first_numerator(monkeypatch):
+    """In place, X^T D for the initial codes is not computed again by the first C update:
+    of the products with X (init X^T D, K x (X^T D, X C), final D^T X) 2 K + 1 run, not
+    2 K + 2."""
+    x = torch.rand(1, 8, 6, 7)
+    big = []
+    real_bmm = torch.bmm
+
+    def spy(a, b, *, out=None):
+        if any(set(t.shape[1:]) == {8, 42} for t in (a, b)):  # X (8 x 42) is an operand
+            big.append(1)
+        return real_bmm(a, b, out=out)
+
+    monkeypatch.setattr(torch, "bmm", spy)
+    with torch.no_grad():
+        NMF(R=4, eval_steps=5).eval()(x)
+    assert len(big) == 2 * 5 + 1
