@@ -134,8 +134,7 @@ def markdown(rows: list[dict[str, Any]], runs: list[dict[str, Any]], command: st
         f"{rows[0]['seeds']}, {rows[0]['max_iters']} iterations of batch 8 per run; the same "
         "backbone (ResNetV1c-18, base 16, output stride 8, from scratch), data and schedule for "
         "every head. mIoU on the 100 validation images; std over seeds (ddof=0); train time is "
-        "the wall time of the training iterations of one run (median over seeds: other jobs "
-        "shared the CPU).",
+        "the wall time of the training iterations of one run (median over seeds).",
         "",
         *lines,
         "",
@@ -146,8 +145,9 @@ def markdown(rows: list[dict[str, Any]], runs: list[dict[str, Any]], command: st
     text += [
         f"Command: `{command}`",
         "",
-        f"Machine: {os.cpu_count()} CPU cores (shared with other jobs during the run), "
-        f"torch {version('torch')}, mmseg {version('mmsegmentation')}. "
+        f"Machine: {os.cpu_count()} CPU cores, 1-minute load average {os.getloadavg()[0]:.2f} "
+        f"when this table was written, torch {version('torch')}, "
+        f"mmseg {version('mmsegmentation')}. "
         f"{len(runs)} runs, {total / 60:.1f} min of training and evaluation in total "
         "(each run in its own process, including start-up).",
     ]
