@@ -153,7 +153,7 @@ class Hamburger(nn.Module):
                 dictionary,
                 coef,
                 z.shape,
-                relu=type(first.activate) is nn.ReLU,
+                relu=first.with_activation,  # a ReLU (checked by _low_rank_product)
                 out=spare,
             )
             relu = type(self.act) is nn.ReLU

@@ -276,6 +276,21 @@ def test_factorize_gives_the_reconstruction_as_a_product():
         ham.factorize(x.half(), None)
 
 
+def test_release_cheese_without_activation(monkeypatch):
+    """act_cfg=None: the cheese is conv-BN only and the block ends without an activation."""
+    torch.manual_seed(5)
+    block = Hamburger(16, 12, ham_cfg=dict(type="NMF", R=4), act_cfg=None).eval()
+    block.fast_path_min_positions = 1
+    x = torch.rand(2, 16, 6, 5)
+    bases = random_bases(2, 12, 4, torch.float32)
+    with torch.no_grad():
+        expected = reference_block(block, x, bases)
+        low_rank = count_matmul_breads(monkeypatch, "_low_rank_pointwise")
+        out = block(x, bases)
+    assert len(low_rank) == 1 and (expected < 0).any()  # no ReLU anywhere after the sum
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+
+
 def test_no_low_rank_product_where_the_bread_is_not_linear(monkeypatch):
     """A training-mode BatchNorm (batch statistics) and a cheese activation other than ReLU
     need the reconstruction itself: the plain fast path runs, with the same result."""
