@@ -137,7 +137,7 @@ class Hamburger(nn.Module):
         folded = None if torch.is_grad_enabled() else self._low_rank_product(first, z)
         if folded is not None:
             # Inference: the bread after the ham multiplies the factors, (W D) C, and the
-            # d x n reconstruction is never formed (see Hamburger.factorize's caller notes).
+            # d x n reconstruction is never formed (MatrixDecomposition2D.factorize).
             dictionary, coef = self.ham.factorize(z, bases)
             weight, bias = folded
             # z is this call's own tensor and the factors no longer need it: the product after
@@ -147,29 +147,20 @@ class Hamburger(nn.Module):
                 return _low_rank_pointwise(
                     weight, bias, dictionary, coef, z.shape, residual=x, out=spare
                 )
+            # conv-BN(-ReLU): _low_rank_product admits no other activation
             cheese = _low_rank_pointwise(
-                weight,
-                bias,
-                dictionary,
-                coef,
-                z.shape,
-                relu=first.with_activation,  # a ReLU (checked by _low_rank_product)
-                out=spare,
+                weight, bias, dictionary, coef, z.shape, relu=first.with_activation, out=spare
             )
-            relu = type(self.act) is nn.ReLU
-            y = _pointwise(cheese, self.upper_bread.weight, residual=x, relu=relu)
-            return y if relu else self.act(y)
-
-        # z is this call's own tensor: without autograd the ham may overwrite it.
-        out = self.ham(z, bases, reuse_input=not torch.is_grad_enabled())
-        if self.variant == "release":
-            relu = type(self.act) is nn.ReLU
-            # act(Z + W_u cheese(.)): the skip connection is the product's addend
-            y = _pointwise(
-                _conv_module(self.cheese, out), self.upper_bread.weight, residual=x, relu=relu
-            )
-            return y if relu else self.act(y)
-        return _conv_module(self.upper_bread, out, residual=x)  # Z + BN(W_u .)
+        else:
+            # z is this call's own tensor: without autograd the ham may overwrite it.
+            out = self.ham(z, bases, reuse_input=not torch.is_grad_enabled())
+            if self.variant == "paper":
+                return _conv_module(self.upper_bread, out, residual=x)  # Z + BN(W_u .)
+            cheese = _conv_module(self.cheese, out)
+        # act(Z + W_u cheese(.)): the skip connection is the product's addend
+        relu = type(self.act) is nn.ReLU
+        y = _pointwise(cheese, self.upper_bread.weight, residual=x, relu=relu)
+        return y if relu else self.act(y)
 
     def _low_rank_product(
         self, module: ConvModule, z: Tensor
@@ -177,10 +168,9 @@ class Hamburger(nn.Module):
         """The folded (weight, bias) of the conv-norm after the ham if it may multiply the ham's
         factors instead of their product: spatial folding, a float32/64 z, an eval BatchNorm
         (or no norm) and a ReLU (or no activation) after it; None otherwise."""
-        act = module.activate if module.with_activation else None
         if not self.ham.spatial or z.dtype not in (torch.float32, torch.float64):
             return None
-        if act is not None and (type(act) is not nn.ReLU or self.variant == "paper"):
+        if module.with_activation and type(module.activate) is not nn.ReLU:
             return None
         return _fold_norm(module)
 
