@@ -29,8 +29,9 @@ What is measured, per module, in one process and one run:
 - compute floor: counted FLOPs (2 x MACs) divided by the fp32 matmul rate measured on a square
   2048^3 matmul with the same threads, at the start, before every module and at the end of the
   run (the highest rate is used, which gives the lowest, strictest floor). For inference the
-  FLOPs are mmengine's count; for forward+backward they are counted by
-  ``torch.utils.flop_counter`` (the only library counter that sees the backward pass).
+  FLOPs are mmengine's count; for forward+backward they are counted with
+  ``torch.utils.flop_counter``'s per-operator formulas on the ops the timed call runs (the only
+  library counter that sees the backward pass).
 - peak memory: on CUDA the caching allocator's peak (``torch.cuda.max_memory_allocated``)
   during one call, minus the memory allocated before the call. On CPU there is no allocator
   peak counter, so the call is run once under ``torch.profiler`` with ``profile_memory=True``;
@@ -83,7 +84,7 @@ from mmseg.models.decode_heads.ema_head import EMAModule  # noqa: E402
 from mmseg.models.decode_heads.ham_head import Hamburger as MMSegHamburger  # noqa: E402
 from torch import Tensor, nn  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
-from torch.utils.flop_counter import FlopCounterMode, flop_registry  # noqa: E402
+from torch.utils.flop_counter import flop_registry  # noqa: E402
 
 from hamseg.models import Hamburger, PolyNL  # noqa: E402
 
@@ -440,7 +441,8 @@ class _RunFlops(TorchDispatchMode):
     (``torch.utils.flop_counter``), also for in-place variants such as ``baddbmm_``.
 
     Unlike ``FlopCounterMode`` it installs no module hooks, so a module's hook-free fast path
-    (hamseg's Hamburger) is what gets counted.
+    (hamseg's Hamburger) is what gets counted: the call that is timed. Backward ops run on the
+    calling thread on CPU and are counted too.
     """
 
     def __init__(self) -> None:
@@ -469,13 +471,13 @@ def count_run_macs(module: nn.Module, x: Tensor) -> int:
 
 
 def count_train_flops(module: nn.Module, x: Tensor, grad: Tensor) -> int:
-    """FLOPs (2 per MAC) of one forward+backward in train mode, by torch.utils.flop_counter."""
+    """FLOPs (2 per MAC) of one forward+backward in train mode (see :class:`_RunFlops`)."""
     module.train()
     xr = x.detach().clone().requires_grad_(True)
-    with FlopCounterMode(display=False) as counter:
+    with _RunFlops() as counter:
         module(xr).backward(grad)
     module.zero_grad(set_to_none=True)
-    return int(counter.get_total_flops())
+    return counter.flops
 
 
 # ------------------------------------------------------------------------------------------------
@@ -726,12 +728,7 @@ def measure(spec: Spec, st: Settings, rate: float) -> dict[str, Any]:
     t, row["train_other_cpu"], row["train_speed"] = timed(_train(module, x, grad), st)
     row["train_ms"], row["train_runs"] = 1e3 * statistics.median(t), len(t)
     if st.count:
-        row["infer_floor_ms"] = 1e3 * 2 * row["macs"] / rate
-        row["train_floor_ms"] = 1e3 * row["train_flops"] / rate
-        row["infer_x_floor"] = row["infer_ms"] / row["infer_floor_ms"]
-        row["train_x_floor"] = row["train_ms"] / row["train_floor_ms"]
-        if "macs_run" in row:
-            row["infer_run_floor_ms"] = 1e3 * 2 * row["macs_run"] / rate
+        set_floors(row, rate)
     if st.memory:
         module.eval()
         row["infer_mem_mb"] = peak_memory(_inference(module, x), st.device) / MIB
@@ -744,6 +741,16 @@ def measure(spec: Spec, st: Settings, rate: float) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------
 # Targets (issue [speed]) and reports
 # ------------------------------------------------------------------------------------------------
+def set_floors(row: dict[str, Any], rate: float) -> None:
+    """The compute floors of a counted row at a matmul rate (FLOP/s), and the time over them."""
+    row["infer_floor_ms"] = 1e3 * 2 * row["macs"] / rate
+    row["train_floor_ms"] = 1e3 * row["train_flops"] / rate
+    row["infer_x_floor"] = row["infer_ms"] / row["infer_floor_ms"]
+    row["train_x_floor"] = row["train_ms"] / row["train_floor_ms"]
+    if "macs_run" in row:
+        row["infer_run_floor_ms"] = 1e3 * 2 * row["macs_run"] / rate
+
+
 def evaluate_targets(rows: dict[str, dict], shape: tuple[int, ...]) -> list[dict[str, Any]]:
     """The issue's targets, evaluated on the measured rows that are present."""
     out: list[dict[str, Any]] = []
@@ -892,8 +899,6 @@ def markdown(result: dict[str, Any]) -> str:
                 f"- {r['label']}: run {r['macs_run']:,} vs hand {r['macs_run_hand']:,}; "
                 f"floor {r['infer_run_floor_ms']:.1f} ms, inference "
                 f"x{r['infer_ms'] / r['infer_run_floor_ms']:.2f} of it"
-                if "infer_run_floor_ms" in r
-                else f"- {r['label']}: run {r['macs_run']:,} vs hand {r['macs_run_hand']:,}"
             )
     lines += ["", "Modules:"]
     for row in rows:
@@ -1043,12 +1048,7 @@ def run_table(args: argparse.Namespace, device: torch.device) -> dict[str, Any]:
     env["load_end"] = load()
     env["load_max"] = max([env["load_start"], env["load_end"]] + [r["load_before"] for r in rows])
     for row in rows:  # floors with the highest rate
-        row["infer_floor_ms"] = 1e3 * 2 * row["macs"] / env["rate"]
-        row["train_floor_ms"] = 1e3 * row["train_flops"] / env["rate"]
-        row["infer_x_floor"] = row["infer_ms"] / row["infer_floor_ms"]
-        row["train_x_floor"] = row["train_ms"] / row["train_floor_ms"]
-        if "macs_run" in row:
-            row["infer_run_floor_ms"] = 1e3 * 2 * row["macs_run"] / env["rate"]
+        set_floors(row, env["rate"])
     by_key = {r["key"]: r for r in rows}
     result = dict(
         env=env,
