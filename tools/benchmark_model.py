@@ -33,7 +33,7 @@ import time
 from typing import Any, Optional
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))  # run from a checkout
-sys.path.insert(0, osp.dirname(osp.abspath(__file__)))  # benchmark_context helpers
+sys.path.insert(0, osp.dirname(osp.abspath(__file__)))  # benchmark_context/_train_iter helpers
 
 import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before mmseg is used)
 
@@ -41,14 +41,13 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 import mmseg  # noqa: E402
 import torch  # noqa: E402
 from benchmark_context import OtherCPU, load, peak_memory, wait_for_quiet  # noqa: E402
+from benchmark_train_iter import synthetic_batch  # noqa: E402
 from mmengine.config import Config  # noqa: E402
 from mmengine.logging import MMLogger  # noqa: E402
 from mmengine.model import revert_sync_batchnorm  # noqa: E402
 from mmengine.optim import build_optim_wrapper  # noqa: E402
 from mmengine.registry import init_default_scope  # noqa: E402
-from mmengine.structures import PixelData  # noqa: E402
 from mmseg.registry import MODELS  # noqa: E402
-from mmseg.structures import SegDataSample  # noqa: E402
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 HAM = "configs/ham_voc.py"
@@ -60,19 +59,6 @@ def resolve(config: str) -> str:
     if config.startswith("mmseg::"):
         return osp.join(osp.dirname(mmseg.__file__), ".mim", "configs", config[len("mmseg::") :])
     return config if osp.isabs(config) else osp.join(REPO, config)
-
-
-def synthetic_batch(batch: int, size: int, num_classes: int, seed: int = 0) -> dict[str, Any]:
-    """A batch as the data loader yields it after PackSegInputs (uint8 images, labels)."""
-    gen = torch.Generator().manual_seed(seed)
-    inputs, samples = [], []
-    for _ in range(batch):
-        inputs.append(torch.randint(0, 256, (3, size, size), dtype=torch.uint8, generator=gen))
-        label = torch.randint(0, num_classes, (1, size, size), generator=gen)
-        label[torch.rand(label.shape, generator=gen) < 0.05] = 255
-        meta = dict(img_shape=(size, size), ori_shape=(size, size), pad_shape=(size, size))
-        samples.append(SegDataSample(gt_sem_seg=PixelData(data=label), metainfo=meta))
-    return dict(inputs=inputs, data_samples=samples)
 
 
 def build(config: str, size: int, no_aux: bool, device: torch.device) -> tuple[Any, Any, Config]:
