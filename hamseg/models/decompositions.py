@@ -28,6 +28,7 @@ __all__ = ["MatrixDecomposition2D", "NMF", "CD", "VQ"]
 EPS = 1e-6
 
 INITS = ("random", "fixed", "learned", "online")
+COEF_INITS = ("softmax", "uniform")
 GRADS = ("one_step", "bptt")
 
 
@@ -71,7 +72,9 @@ class MatrixDecomposition2D(nn.Module):
             (back-propagation through all K iterations, Table 1 ablation).
         eval_seed: If not None and ``init='random'``, the dictionary in eval mode is drawn from a
             ``torch.Generator`` seeded with this value (one draw of shape (S, D, R) shared by all
-            samples), so evaluation is deterministic and independent of the batch composition.
+            samples), so evaluation is deterministic and independent of the batch composition;
+            random initial codes (NMF's ``coef_init='uniform'``) come next from the same
+            generator.
 
     Raises:
         ValueError: On an unknown option, on ``init`` needing ``D`` without it, and on
@@ -197,7 +200,13 @@ class MatrixDecomposition2D(nn.Module):
     # ----------------------------------------------------------------------------------------
     # Shared machinery
     # ----------------------------------------------------------------------------------------
-    def init_coef(self, x: Tensor, bases: Tensor, aux: Any = None) -> Tensor:
+    def init_coef(
+        self,
+        x: Tensor,
+        bases: Tensor,
+        aux: Any = None,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
         """Initial codes softmax(inv_t * X^T D) over R (release; App. F for NMF).
 
         As in the release, X is not normalised (the paper writes cosine(D, X)); the dictionary
@@ -207,6 +216,8 @@ class MatrixDecomposition2D(nn.Module):
             x: X, (B*S, D, N).
             bases: Initial dictionary, (B*S, D, R).
             aux: What :meth:`precompute` returned for ``x`` (unused here).
+            generator: The seeded evaluation generator (:meth:`_eval_generator`) for a random
+                initialisation, or None (unused here).
         """
         # (B*S, D, N)^T @ (B*S, D, R) -> (B*S, N, R)
         logits = torch.bmm(x.transpose(1, 2), bases)
@@ -239,13 +250,29 @@ class MatrixDecomposition2D(nn.Module):
         """Inverse of :meth:`_fold`: (B*S, D, N) -> (B, C, H, W)."""
         return x.reshape(shape) if self.spatial else x.transpose(1, 2).reshape(shape)
 
+    def _eval_generator(self, device: torch.device) -> torch.Generator | None:
+        """A generator seeded with ``eval_seed`` in eval mode (one per forward, so evaluation
+        is deterministic), or None (training, or no ``eval_seed``: the global RNG)."""
+        if self.training or self.eval_seed is None:
+            return None
+        gen = torch.Generator(device=device)
+        gen.manual_seed(self.eval_seed)
+        return gen
+
     def _initial_bases(
-        self, x: Tensor, batch: int, bases: Tensor | None, inplace: bool = True
+        self,
+        x: Tensor,
+        batch: int,
+        bases: Tensor | None,
+        inplace: bool = True,
+        generator: torch.Generator | None = None,
     ) -> Tensor:
         """Initial dictionary (B*S, D, R) for X of shape (B*S, D, N), in X's dtype.
 
         In-place updates (``inplace``) need a tensor owned by this call, so a given ``bases``
-        is then copied; buffers are always tiled with ``repeat`` (a copy).
+        is then copied; buffers are always tiled with ``repeat`` (a copy). With a
+        ``generator`` (seeded evaluation) a random dictionary is one (S, D, R) draw shared by
+        all samples.
         """
         BS, D, _ = x.shape
         if bases is not None:
@@ -258,18 +285,22 @@ class MatrixDecomposition2D(nn.Module):
         if self.init != "random":
             # (S, D, R) -> (B*S, D, R)
             return self.bases.to(x.dtype).repeat(batch, 1, 1)
-        if not self.training and self.eval_seed is not None:
-            gen = torch.Generator(device=x.device)
-            gen.manual_seed(self.eval_seed)
-            shared = self._draw_bases(self.S, D, x.device, x.dtype, gen)
+        if generator is not None:
+            shared = self._draw_bases(self.S, D, x.device, x.dtype, generator)
             # (S, D, R) -> (B*S, D, R)
             return shared.repeat(batch, 1, 1)
         return self._draw_bases(BS, D, x.device, x.dtype)
 
-    def _iterate(self, x: Tensor, bases: Tensor, inplace: bool) -> tuple[Tensor, Tensor | None]:
+    def _iterate(
+        self,
+        x: Tensor,
+        bases: Tensor,
+        inplace: bool,
+        generator: torch.Generator | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
         """The K iterations of Alg. 1-3; returns the solved ``(bases, coef)``."""
         aux = self.precompute(x, inplace)
-        coef = self.init_coef(x, bases, aux) if self.uses_initial_coef else None
+        coef = self.init_coef(x, bases, aux, generator) if self.uses_initial_coef else None
         for _ in range(self.train_steps if self.training else self.eval_steps):
             bases, coef = self.local_step(x, bases, coef, aux, inplace)
         return bases, coef
@@ -293,12 +324,13 @@ class MatrixDecomposition2D(nn.Module):
         # Sec. 2.3: with the one-step gradient no graph for the K iterations (bases and coef are
         # constants in backward); without autograd (inference) BPTT computes the same.
         inplace = self.grad == "one_step" or not torch.is_grad_enabled()
-        dictionary = self._initial_bases(X, batch, bases, inplace)
+        generator = self._eval_generator(X.device)  # the dictionary's draw, then the codes'
+        dictionary = self._initial_bases(X, batch, bases, inplace, generator)
         if inplace:
             with torch.no_grad():
-                dictionary, coef = self._iterate(X, dictionary, inplace=True)
+                dictionary, coef = self._iterate(X, dictionary, True, generator)
         else:
-            dictionary, coef = self._iterate(X, dictionary, inplace=False)
+            dictionary, coef = self._iterate(X, dictionary, False, generator)
         coef = self.compute_coef(X, dictionary, coef)
         if self.training and self.init == "online":
             self._online_update(dictionary, batch)
@@ -373,27 +405,58 @@ class NMF(MatrixDecomposition2D):
 
     min ||X - DC||_F s.t. D, C >= 0 (Lee & Seung). Random dictionary U[0, 1) with unit columns,
     codes initialised as softmax(X^T D) over R (App. F; inverse temperature forced to 1, as in
-    the release, since codes close to 0 stall the multiplicative rule). Each step updates C then
-    D; after the loop one more C update carries the gradient.
+    the release, since codes close to 0 stall the multiplicative rule), or drawn from U(0, 1)
+    (App. F, Table 8's remark: 77.8(77.6)). Each step updates C then D; after the loop one more
+    C update carries the gradient.
 
     Args:
         inv_t: Ignored apart from a warning when it is not 1: NMF always uses 1.
+        coef_init: Initial codes: 'softmax' (softmax(X^T D), the release's) or 'uniform'
+            (C_ij ~ U(0, 1); with ``eval_seed`` drawn from the seeded generator in eval mode,
+            one (S, N, R) draw shared by all samples).
         **kwargs: See :class:`MatrixDecomposition2D`.
+
+    Raises:
+        ValueError: On an unknown ``coef_init`` (and see :class:`MatrixDecomposition2D`).
     """
 
     init_distribution = "uniform"
     uses_initial_coef = True
     nonnegative = True
 
-    def __init__(self, inv_t: float = 1.0, **kwargs: Any) -> None:
+    def __init__(self, inv_t: float = 1.0, coef_init: str = "softmax", **kwargs: Any) -> None:
         if inv_t != 1:
             warnings.warn(f"NMF forces inv_t to 1 (App. F, release); got {inv_t}", stacklevel=2)
+        if coef_init not in COEF_INITS:
+            raise ValueError(f"coef_init must be one of {COEF_INITS}, got {coef_init!r}")
         super().__init__(inv_t=1.0, **kwargs)
+        self.coef_init = coef_init
 
-    def init_coef(self, x: Tensor, bases: Tensor, aux: _NMFBuffers | None = None) -> Tensor:
-        """Initial codes softmax(X^T D) (App. F, release). With the in-place buffers the
-        logits X^T D are written into ``aux.numer``: they are also the numerator of the first
-        code update (same D), which then skips that product (one d x n x r product less)."""
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, coef_init={self.coef_init}"
+
+    def init_coef(
+        self,
+        x: Tensor,
+        bases: Tensor,
+        aux: _NMFBuffers | None = None,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        """Initial codes softmax(X^T D) (App. F, release), or U(0, 1) draws (``coef_init``).
+
+        With the in-place buffers the logits X^T D are written into ``aux.numer``: they are
+        also the numerator of the first code update (same D), which then skips that product
+        (one d x n x r product less).
+        """
+        if self.coef_init == "uniform":
+            BS, _, N = x.shape
+            if generator is None:
+                return torch.rand(BS, N, self.R, device=x.device, dtype=x.dtype)
+            shared = torch.rand(
+                self.S, N, self.R, generator=generator, device=x.device, dtype=x.dtype
+            )
+            # (S, N, R) -> (B*S, N, R)
+            return shared.repeat(BS // self.S, 1, 1)
         if aux is None:
             return super().init_coef(x, bases)
         # (B*S, D, N)^T @ (B*S, D, R) -> (B*S, N, R)

@@ -81,6 +81,61 @@ def test_nmf_step_matches_alg2_and_init():
     torch.testing.assert_close(bases, D1)
 
 
+def spy_initial_codes(ham, monkeypatch):
+    codes = []
+    init_coef = ham.init_coef
+
+    def spy(*args):
+        codes.append(init_coef(*args).clone())
+        return codes[-1].clone()
+
+    monkeypatch.setattr(ham, "init_coef", spy)
+    return codes
+
+
+def test_nmf_uniform_codes_are_u01_draws(monkeypatch):
+    """coef_init='uniform' (App. F, Table 8's remark): C_ij ~ U(0, 1), drawn from the global
+    generator in training; the multiplicative steps start from them."""
+    X, D0 = rand_input(2, 6, 35), rand_bases(2, 6, 4)
+    ham = NMF(R=4, coef_init="uniform")
+    torch.manual_seed(3)
+    coef0 = ham.init_coef(X, D0)
+    torch.manual_seed(3)
+    torch.testing.assert_close(coef0, torch.rand(2, 35, 4, dtype=F64), rtol=0, atol=0)
+    assert coef0.min() >= 0 and coef0.max() < 1
+    bases, coef = ham.local_step(X, D0.clone(), coef0.clone())
+    C1 = nmf_c_update(X, D0, coef0.transpose(1, 2))
+    torch.testing.assert_close(coef.transpose(1, 2), C1)
+    torch.testing.assert_close(bases, nmf_d_update(X, D0, C1))
+    # The module's forward draws them too (and not softmax(X^T D)).
+    codes = spy_initial_codes(ham, monkeypatch)
+    torch.manual_seed(4)
+    ham(torch.rand(2, 6, 5, 7), D0)
+    torch.manual_seed(4)
+    torch.rand(2, 6, 5, 7)
+    torch.testing.assert_close(codes[0], torch.rand(2, 35, 4), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("S", [1, 2])
+def test_nmf_uniform_codes_are_seeded_in_evaluation(S, monkeypatch):
+    """With eval_seed the codes come from the seeded generator after the dictionary: one
+    (S, N, R) draw shared by the batch, so evaluation stays deterministic and independent of
+    the batch composition; the in-place and the autograd loop agree."""
+    x = torch.rand(3, 8, 5, 7)
+    ham = NMF(S=S, R=4, eval_seed=5, coef_init="uniform", grad="bptt").eval()
+    codes = spy_initial_codes(ham, monkeypatch)
+    with torch.no_grad():
+        out = ham(x)
+    gen = torch.Generator().manual_seed(5)
+    torch.rand(S, 8 // S, 4, generator=gen)  # the dictionary's draw
+    expected = torch.rand(S, 35, 4, generator=gen).repeat(3, 1, 1)
+    torch.testing.assert_close(codes[0], expected, rtol=0, atol=0)
+    torch.testing.assert_close(ham(x).detach(), out)  # autograd on: the out-of-place BPTT loop
+    torch.testing.assert_close(ham(x[1:2]).detach(), out[1:2])
+    softmax = NMF(S=S, R=4, eval_seed=5).eval()
+    assert not torch.allclose(softmax(x), out, atol=1e-4)  # a different initialisation
+
+
 def test_nmf_forces_inv_t_to_one():
     with pytest.warns(UserWarning, match="inv_t"):
         ham = NMF(inv_t=50)
@@ -407,6 +462,8 @@ def test_argument_checks():
         NMF(grad="implicit")
     with pytest.raises(ValueError, match="beta"):
         CD(beta=0)
+    with pytest.raises(ValueError, match="coef_init"):
+        NMF(coef_init="normal")
     with pytest.raises(ValueError, match="D=8"):
         NMF(D=8)(torch.rand(1, 6, 3, 3))
     with pytest.raises(ValueError, match="shape"):

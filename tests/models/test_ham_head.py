@@ -3,6 +3,7 @@
 import hamseg  # noqa: F401, I001  (patches the stack before anything imports mmseg)
 
 import ast
+import math
 from pathlib import Path
 
 import mmseg.models  # noqa: F401
@@ -10,6 +11,7 @@ import pytest
 import torch
 from mmengine.config import ConfigDict
 from mmengine.hooks import Hook
+from mmengine.optim import OptimWrapper
 from mmengine.registry import DefaultScope
 from mmengine.runner import Runner
 from mmengine.structures import PixelData
@@ -18,6 +20,7 @@ from mmseg.structures import SegDataSample
 from torch.utils.data import Dataset
 
 from hamseg.models import CD, NMF, VQ, Hamburger, HamHead
+from tests.helpers import one_thread  # noqa: F401  (fixture)
 
 OFFICIAL = Path("/work/shared/reference/official-hamnet-r101-v2-nmf-state-dict.txt")
 BN = dict(type="BN", requires_grad=True)
@@ -164,7 +167,7 @@ class LossRecorder(Hook):
         self.losses.append(outputs["loss"].item())
 
 
-def build_tiny_segmentor(size):
+def build_tiny_segmentor(size, ham_cfg=None, conv_init="mmseg"):
     return MODELS.build(
         dict(
             type="EncoderDecoder",
@@ -189,9 +192,10 @@ def build_tiny_segmentor(size):
                 in_index=0,
                 channels=16,
                 ham_channels=32,
-                ham_cfg=dict(type="NMF", R=4, eval_seed=0),
+                ham_cfg=ham_cfg or dict(type="NMF", R=4, eval_seed=0),
                 num_classes=2,
                 norm_cfg=BN,
+                conv_init=conv_init,
             ),
             train_cfg=dict(),
             test_cfg=ConfigDict(mode="whole"),
@@ -270,3 +274,129 @@ def test_hamburger_follows_the_head_norm_and_act():
     )
     assert isinstance(head.hamburger.cheese.gn, torch.nn.GroupNorm)
     assert isinstance(head.hamburger.act, torch.nn.LeakyReLU)
+
+
+def release_like_convs():
+    """The release's squeeze, align and classifier: plain nn.Conv2d, PyTorch's default init."""
+    return [
+        torch.nn.Conv2d(2048, 512, 3, padding=1, bias=False),
+        torch.nn.Conv2d(512, 256, 3, padding=1, bias=False),
+        torch.nn.Conv2d(256, 21, 1),
+    ]
+
+
+def full_size_head(conv_init):
+    return HamHead(
+        in_channels=2048, channels=256, num_classes=21, ham_channels=512, conv_init=conv_init,
+        norm_cfg=BN,
+    )  # fmt: skip
+
+
+def test_pytorch_conv_init_is_the_release_init_after_init_weights():
+    """conv_init='pytorch': after mmengine's init_weights (ConvModule's Kaiming, mmseg's
+    Normal(0.01) on conv_seg) the three convs have PyTorch's default init, U(-b, b) with
+    b = 1/sqrt(fan_in) (std b/sqrt(3): squeeze 0.0043, align 0.0085, classifier 0.0361)."""
+    torch.manual_seed(0)
+    head = full_size_head("pytorch")
+    head.init_weights()
+    ours = [head.squeeze.conv, head.align.conv, head.conv_seg]
+    for conv, ref, tol in zip(ours, release_like_convs(), (0.002, 0.004, 0.04)):
+        assert conv.weight.shape == ref.weight.shape
+        assert (conv.bias is None) == (ref.bias is None)
+        fan_in = ref.weight[0].numel()
+        bound = 1 / fan_in**0.5
+        std, ref_std = conv.weight.std().item(), ref.weight.std().item()
+        assert abs(std / ref_std - 1) < tol and abs(std * 3**0.5 / bound - 1) < tol
+        assert conv.weight.abs().max() <= bound and conv.weight.abs().max() > 0.99 * bound
+        if conv.bias is not None:
+            assert conv.bias.abs().max() <= bound and conv.bias.std() > 0.5 * bound / 3**0.5
+    # the norms: weight 1, bias 0 in both
+    for norm in (head.squeeze.bn, head.align.bn):
+        assert torch.equal(norm.weight, torch.ones_like(norm.weight))
+        assert torch.equal(norm.bias, torch.zeros_like(norm.bias))
+
+
+def test_mmseg_conv_init_is_unchanged_and_the_hamburger_keeps_its_init():
+    """Default conv_init='mmseg': Kaiming normal (fan_out) on squeeze and align, Normal(0.01) on
+    the classifier (measured std 0.0208, 0.0295, 0.0100). The Hamburger keeps the release's
+    N(0, sqrt(2 / out_channels)) convs and unit norms with either option."""
+    for conv_init in ("mmseg", "pytorch"):
+        torch.manual_seed(0)
+        head = full_size_head(conv_init)
+        head.init_weights()
+        ham = head.hamburger
+        for conv in (ham.lower_bread[0], ham.cheese.conv, ham.upper_bread):
+            std = (2 / conv.out_channels) ** 0.5
+            assert abs(conv.weight.std().item() / std - 1) < 0.01
+        assert torch.equal(ham.cheese.bn.weight, torch.ones(512))
+        assert torch.equal(ham.cheese.bn.bias, torch.zeros(512))
+        if conv_init == "mmseg":
+            stds = [(2 / (512 * 9)) ** 0.5, (2 / (256 * 9)) ** 0.5, 0.01]
+            for conv, std in zip((head.squeeze.conv, head.align.conv, head.conv_seg), stds):
+                assert abs(conv.weight.std().item() / std - 1) < 0.05
+
+
+def test_pytorch_conv_init_survives_the_segmentor_init_weights():
+    """The Runner calls the EncoderDecoder's init_weights, which reaches the head's."""
+    with DefaultScope.overwrite_default_scope("mmseg"):
+        model = build_tiny_segmentor((33, 35), conv_init="pytorch")
+    model.init_weights()
+    head = model.decode_head
+    # fan_in 128*9, 32*9, 16: PyTorch's bound b; Kaiming normal / Normal(0.01) would give std
+    # 0.083, 0.059, 0.010 instead of b/sqrt(3) = 0.017, 0.034, 0.144.
+    for conv in (head.squeeze.conv, head.align.conv, head.conv_seg):
+        bound = 1 / conv.weight[0].numel() ** 0.5
+        assert conv.weight.abs().max() <= bound
+        assert abs(conv.weight.std().item() * 3**0.5 / bound - 1) < 0.25
+
+
+def test_unknown_conv_init():
+    with pytest.raises(ValueError, match="conv_init"):
+        HamHead(in_channels=8, channels=4, num_classes=2, ham_channels=8, conv_init="xavier")
+
+
+def test_head_without_hamburger_is_squeeze_align_classifier():
+    """Table 2's baseline: no Hamburger at all."""
+    kwargs = dict(in_channels=8, channels=4, num_classes=3, ham_channels=6, norm_cfg=BN)
+    head = HamHead(with_hamburger=False, **kwargs).eval()
+    assert not any(isinstance(m, Hamburger) for m in head.modules())
+    feat = torch.rand(2, 8, 5, 7)
+    with torch.no_grad():
+        expected = head.conv_seg(head.align(head.squeeze(feat)))
+        torch.testing.assert_close(head([feat]), expected)
+    n = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    assert n(head) == (8 * 6 * 9 + 2 * 6) + (6 * 4 * 9 + 2 * 4) + (4 * 3 + 3)
+    assert n(HamHead(**kwargs)) - n(head) == (6 * 6 + 6) + (6 * 6 + 2 * 6) + 6 * 6  # release
+
+
+def test_head_switches_reach_the_hamburger():
+    head = HamHead(
+        in_channels=8, channels=4, num_classes=2, ham_channels=8, variant="paper",
+        with_ham=False, with_upper_bread=False, norm_cfg=BN,
+    )  # fmt: skip
+    ham = head.hamburger
+    assert ham.ham is None and isinstance(ham.upper_bread, torch.nn.Identity)
+    assert isinstance(ham.norm, torch.nn.BatchNorm2d) and len(ham.lower_bread) == 2
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_tiny_model_trains_with_uniform_nmf_codes():
+    """NMF with coef_init='uniform' (Table 8's remark): a few SGD steps, finite losses, the
+    weights move, and seeded evaluation is deterministic."""
+    torch.manual_seed(0)
+    with DefaultScope.overwrite_default_scope("mmseg"):
+        model = build_tiny_segmentor(
+            (33, 35), ham_cfg=dict(type="NMF", R=4, eval_seed=0, coef_init="uniform")
+        )
+    assert model.decode_head.hamburger.ham.coef_init == "uniform"
+    data = TinySegDataset(n=2)
+    batch = dict(inputs=[d["inputs"] for d in data], data_samples=[d["data_samples"] for d in data])
+    optim = OptimWrapper(torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9))
+    before = model.decode_head.hamburger.lower_bread[0].weight.detach().clone()
+    losses = [model.train_step(batch, optim)["loss"].item() for _ in range(3)]
+    assert all(math.isfinite(v) and v > 0 for v in losses)
+    assert not torch.equal(model.decode_head.hamburger.lower_bread[0].weight, before)
+    model.eval()
+    with torch.no_grad():
+        a, b = model.test_step(batch), model.test_step(batch)
+    assert torch.equal(a[0].seg_logits.data, b[0].seg_logits.data)

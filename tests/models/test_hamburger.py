@@ -11,6 +11,7 @@ from mmcv.cnn import ConvModule
 from torch import nn
 
 from hamseg.models import CD, NMF, VQ, Hamburger
+from tests.models.references import perturb_norms
 
 
 def n_params(module):
@@ -60,15 +61,6 @@ def test_paper_variant_names():
         "upper_bread.bn.running_var",
         "upper_bread.bn.num_batches_tracked",
     }
-
-
-def perturb_norms(block):
-    for m in block.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            m.running_mean.uniform_(-0.5, 0.5)
-            m.running_var.uniform_(0.5, 2.0)
-            m.weight.data.uniform_(0.5, 1.5)
-            m.bias.data.uniform_(-0.5, 0.5)
 
 
 @pytest.mark.parametrize("ham", ["NMF", "CD"])
@@ -174,3 +166,138 @@ def test_block_under_bf16_autocast():
 def test_unknown_variant():
     with pytest.raises(ValueError, match="variant"):
         Hamburger(8, variant="V2+")
+
+
+# ---------------------------------------------------------------------------------------------
+# Table 2: the block without one of its parts
+# ---------------------------------------------------------------------------------------------
+PARTS = dict(with_lower_bread=True, with_ham=True, with_upper_bread=True)
+#: Table 2's rows of the 'paper' block: the switches, and the parameters in closed form for
+#: d = d_z = c: W_l (c x c, bias), W_u (c x c, no bias: a BN follows), the BN (2 c).
+TABLE2 = {
+    "basic": ({}, lambda c: (c * c + c) + c * c + 2 * c),
+    "- ham": (dict(with_ham=False), lambda c: (c * c + c) + c * c + 2 * c),
+    "- upper bread": (dict(with_upper_bread=False), lambda c: (c * c + c) + 2 * c),
+    "- lower bread": (dict(with_lower_bread=False), lambda c: c * c + 2 * c),
+    "only ham": (dict(with_lower_bread=False, with_upper_bread=False), lambda c: 2 * c),
+}
+
+
+@pytest.mark.parametrize("row", TABLE2)
+def test_table2_parameters(row):
+    """Table 2's "Params" column, in the release's M = 2^20: +0.50M, +0.50M, +0.25M, +0.25M,
+    +0M; exact counts from the closed forms."""
+    switches, closed_form = TABLE2[row]
+    block = Hamburger(512, ham_cfg=dict(type="NMF", R=64), variant="paper", **switches)
+    assert n_params(block) == closed_form(512)
+    paper = {"basic": 0.50, "- ham": 0.50, "- upper bread": 0.25, "- lower bread": 0.25}
+    assert round(n_params(block) / 2**20, 2) == paper.get(row, 0.0)
+
+
+def bn_eval(norm, x):
+    return F.batch_norm(x, norm.running_mean, norm.running_var, norm.weight, norm.bias, False)
+
+
+def conv(x, conv_module):
+    return F.conv2d(x, conv_module.weight, conv_module.bias)
+
+
+@pytest.mark.parametrize("ham", ["NMF", "CD"])
+@pytest.mark.parametrize("row", TABLE2)
+def test_paper_switches_compute_their_closed_form(ham, row):
+    """Eq. 6 with a part removed: Y = Z + BN(W_u M(W_l Z)), W_l, M or W_u the identity; the
+    ReLU in front of NMF stays (non-negative input), and Z itself is never overwritten."""
+    torch.manual_seed(1)
+    switches = TABLE2[row][0]
+    cfg = dict(type=ham, R=3, train_steps=3, eval_steps=3)
+    block = Hamburger(8, ham_cfg=cfg, variant="paper", **switches).eval()
+    perturb_norms(block)
+    x = torch.randn(2, 8, 5, 7, dtype=torch.float64)  # negative entries: the ReLU matters
+    block.double()
+    keep = x.clone()
+    bases = F.normalize(torch.rand(2, 8, 3, dtype=torch.float64), dim=1)
+    parts = dict(PARTS, **switches)
+    z = conv(x, block.lower_bread[0]) if parts["with_lower_bread"] else x
+    z = z.relu() if ham == "NMF" else z
+    if parts["with_ham"]:
+        z = block.ham(z, bases)
+    if parts["with_upper_bread"]:
+        expected = x + bn_eval(block.upper_bread.bn, conv(z, block.upper_bread.conv))
+    else:
+        expected = x + bn_eval(block.norm, z)
+    with torch.no_grad():
+        out = block(x, bases)
+    torch.testing.assert_close(out, expected, rtol=1e-12, atol=1e-12)
+    assert torch.equal(x, keep)
+    assert (block.ham is None) == (not parts["with_ham"])
+
+
+def test_no_ham_is_the_breads_around_the_identity():
+    """ "- ham" with the weights of a full block: the full block with M replaced by z -> z."""
+    torch.manual_seed(2)
+    full = Hamburger(8, ham_cfg=dict(type="NMF", R=3), variant="paper").eval()
+    perturb_norms(full)
+    no_ham = Hamburger(8, ham_cfg=dict(type="NMF", R=3), variant="paper", with_ham=False).eval()
+    no_ham.load_state_dict(full.state_dict())
+    x = torch.randn(1, 8, 6, 5)
+    with torch.no_grad():
+        expected = x + full.upper_bread(full.lower_bread(x))
+        out, with_ham = no_ham(x), full(x)
+    torch.testing.assert_close(out, expected)
+    assert not torch.allclose(out, with_ham, atol=1e-3)  # the switch changes the output
+
+
+@pytest.mark.parametrize(
+    "switches", [dict(with_ham=False), dict(with_upper_bread=False), dict(with_lower_bread=False)]
+)
+def test_release_switches_compute_their_closed_form(switches):
+    """The release's block, Y = act(Z + W_u cheese(M(W_l Z))), with one part removed."""
+    torch.manual_seed(3)
+    block = Hamburger(8, ham_cfg=dict(type="NMF", R=3), **switches).eval()
+    perturb_norms(block)
+    x = torch.randn(2, 8, 5, 7)
+    bases = F.normalize(torch.rand(2, 8, 3), dim=1)
+    parts = dict(PARTS, **switches)
+    z = (conv(x, block.lower_bread[0]) if parts["with_lower_bread"] else x).relu()
+    z = block.ham(z, bases) if parts["with_ham"] else z
+    z = bn_eval(block.cheese.bn, F.conv2d(z, block.cheese.conv.weight)).relu()
+    z = F.conv2d(z, block.upper_bread.weight) if parts["with_upper_bread"] else z
+    with torch.no_grad():
+        torch.testing.assert_close(block(x, bases), (x + z).relu())
+
+
+def test_switch_state_dicts():
+    def names(**switches):
+        return set(Hamburger(8, variant="paper", **switches).state_dict())
+
+    norm = {f"norm.{k}" for k in ("weight", "bias", "running_mean", "running_var")}
+    norm.add("norm.num_batches_tracked")
+    lower = {"lower_bread.0.weight", "lower_bread.0.bias"}
+    assert names(with_ham=False) == names()
+    assert names(with_upper_bread=False) == lower | norm
+    assert names(with_lower_bread=False) == names() - lower
+    assert names(with_lower_bread=False, with_upper_bread=False) == norm
+    # no norm configured: nothing left to learn in "only ham"
+    bare = dict(norm_cfg=None, with_lower_bread=False, with_upper_bread=False)
+    only_ham = Hamburger(8, variant="paper", **bare)
+    assert n_params(only_ham) == 0
+
+
+def test_switches_train():
+    for switches in [dict(with_ham=False), dict(with_lower_bread=False, with_upper_bread=False)]:
+        block = Hamburger(8, ham_cfg=dict(type="NMF", R=3), variant="paper", **switches)
+        x = torch.rand(2, 8, 5, 7, requires_grad=True)
+        block(x).square().mean().backward()
+        assert torch.isfinite(x.grad).all() and x.grad.abs().sum() > 0
+        assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in block.parameters())
+    # init as the release: the standalone BN of "- upper bread" starts at weight 1, bias 0
+    norm = Hamburger(8, variant="paper", with_upper_bread=False).norm
+    assert torch.equal(norm.weight, torch.ones(8)) and torch.equal(norm.bias, torch.zeros(8))
+
+
+def test_switch_errors():
+    with pytest.raises(ValueError, match="needs a bread or a ham"):
+        Hamburger(8, with_lower_bread=False, with_ham=False, with_upper_bread=False)
+    for switches in (dict(with_lower_bread=False), dict(with_upper_bread=False)):
+        with pytest.raises(ValueError, match="latent_channels=4 must equal in_channels=8"):
+            Hamburger(8, 4, **switches)

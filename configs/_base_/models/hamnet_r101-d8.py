@@ -4,7 +4,8 @@
 #   2, 8, 16; ImageNet weights resnet101-2a57e44d.pth of the release (docs/recipes.md);
 # - head: 3x3 conv-BN-ReLU 2048->512, Hamburger V2 (NMF, d=512, r=64, K=6 train and eval, one-step
 #   gradient, random init), 3x3 conv-BN-ReLU 512->256, Dropout2d(0.1), 1x1 classifier, bilinear
-#   up-sampling with align_corners=True; no auxiliary head;
+#   up-sampling with align_corners=True; no auxiliary head; only the Hamburger sets its own init,
+#   the other convs keep PyTorch's default (conv_init="pytorch");
 # - synchronized BN everywhere with momentum 3e-4 (PyTorch convention), as the release.
 norm_cfg = dict(type="SyncBN", requires_grad=True, momentum=3e-4)
 data_preprocessor = dict(
@@ -53,6 +54,7 @@ model = dict(
             grad="one_step",
         ),
         variant="release",
+        conv_init="pytorch",
         dropout_ratio=0.1,
         num_classes=21,
         norm_cfg=norm_cfg,
