@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from mmengine.model import is_model_wrapper
+from mmengine.model import BaseTTAModel, is_model_wrapper
 from torch import Tensor, nn
 
 from hamseg.compat.checkpoint import load_checkpoint_file
@@ -116,7 +116,8 @@ def load_state_dict_strict(model: nn.Module, checkpoint: Any, source: str) -> No
     """Check ``checkpoint`` against ``model`` with :func:`check_state_dict`, then load it.
 
     Args:
-        model: The segmentor (a DDP or other mmengine model wrapper is unwrapped).
+        model: The segmentor (a DDP or other mmengine model wrapper, and a test-time
+            augmentation model such as mmseg's ``SegTTAModel``, are unwrapped).
         checkpoint: A loaded checkpoint: a state dict, or a dict holding one under
             ``state_dict`` (mmengine), ``net`` or ``model``; a ``module.`` prefix is removed.
         source: What to call the checkpoint in messages (usually its path).
@@ -124,7 +125,7 @@ def load_state_dict_strict(model: nn.Module, checkpoint: Any, source: str) -> No
     Raises:
         CheckpointMismatchError: If it holds no state dict or does not fit the model exactly.
     """
-    if is_model_wrapper(model):
+    if is_model_wrapper(model) or isinstance(model, BaseTTAModel):  # as mmengine's loader
         model = model.module
     try:
         state = unwrap_state_dict(checkpoint)
@@ -141,7 +142,7 @@ def load_checkpoint_strict(model: nn.Module, filename: str, map_location: Any = 
     :func:`hamseg.compat.checkpoint.load_checkpoint_file`).
 
     Args:
-        model: The segmentor (a model wrapper is unwrapped).
+        model: The segmentor (model wrappers and TTA models are unwrapped).
         filename: Path or URL of the checkpoint.
         map_location: As for :func:`torch.load`.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from mmseg.models import SegTTAModel
 from torch import nn
 
 from hamseg.apis import (
@@ -28,6 +29,9 @@ class _Segmentor(nn.Module):
     def __init__(self, num_classes: int, width: int = 4) -> None:
         super().__init__()
         self.decode_head = _Head(num_classes, width)
+
+    def test_step(self, data):  # what a TTA model requires of the model it wraps
+        return data
 
 
 def _save(model: nn.Module, path) -> str:
@@ -98,6 +102,11 @@ def test_prefix_and_wrappers_are_unwrapped(tmp_path):
     dst = _Segmentor(3)
     load_checkpoint_strict(dst, path)
     assert torch.equal(dst.decode_head.conv_seg.weight, src.decode_head.conv_seg.weight)
+    tta = SegTTAModel(module=_Segmentor(3))  # --tta wraps the segmentor; loads into .module
+    load_checkpoint_strict(tta, path)
+    assert torch.equal(tta.module.decode_head.conv_seg.bias, src.decode_head.conv_seg.bias)
+    with pytest.raises(CheckpointMismatchError, match="has 3 classes, the config has 5"):
+        load_checkpoint_strict(SegTTAModel(module=_Segmentor(5)), path)
     torch.save(dict(meta={}, step=3), path)
     with pytest.raises(CheckpointMismatchError, match="holds no state dict"):
         load_checkpoint_strict(dst, path)
