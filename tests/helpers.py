@@ -1,15 +1,19 @@
-"""Test helpers: a one-thread torch fixture and loading a script under tools/ as a module."""
+"""Test helpers: a one-thread torch fixture and untrained demo checkpoints in mmengine's format."""
 
 from __future__ import annotations
 
-import importlib.util
 import os.path as osp
-from types import ModuleType
+from typing import Optional
 
 import pytest
 import torch
 
+import hamseg  # noqa: F401  (must precede mmseg imports)
+from hamseg.datasets.context_shapes import CLASSES, PALETTE
 from tests.conftest import REPO
+
+DEMO_NMF = osp.join(REPO, "configs", "demo", "hamhead-nmf_r18-d8_context-shapes.py")
+DEMO_FCN = osp.join(REPO, "configs", "demo", "fcn_r18-d8_context-shapes.py")
 
 
 @pytest.fixture(scope="module")
@@ -22,11 +26,32 @@ def one_thread():
     torch.set_num_threads(previous)
 
 
-def load_tool(relpath: str) -> ModuleType:
-    """Import ``tools/<relpath>`` (a script, not a package module) without running ``main``."""
-    path = osp.join(REPO, "tools", relpath)
-    name = "tool_" + osp.splitext(relpath)[0].replace("/", "_")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def make_checkpoint(
+    path: str, config: str = DEMO_NMF, seed: int = 0, num_classes: Optional[int] = None
+) -> str:
+    """Save a freshly initialised demo model as mmengine does (state_dict + meta.cfg/dataset_meta).
+
+    Runs the model once in training mode on a random batch so that the BatchNorm statistics are
+    not the trivial initial ones. ``num_classes`` changes the classifier (and the stored config
+    and class names) from Context Shapes' 7 classes.
+    """
+    from mmengine.config import Config
+    from mmengine.registry import init_default_scope
+    from mmseg.registry import MODELS
+
+    init_default_scope("mmseg")
+    torch.manual_seed(seed)
+    cfg = Config.fromfile(config)
+    classes, palette = list(CLASSES), PALETTE
+    if num_classes is not None:
+        cfg.model.decode_head.num_classes = num_classes
+        classes = [f"class {i}" for i in range(num_classes)]
+        palette = [[40 * i % 256, 90 * i % 256, 150 * i % 256] for i in range(num_classes)]
+    model = MODELS.build(cfg.model)
+    model.init_weights()
+    model.train()
+    with torch.no_grad():
+        model.decode_head(model.backbone(torch.rand(2, 3, 64, 64)))
+    meta = dict(cfg=cfg.pretty_text, dataset_meta=dict(classes=classes, palette=palette))
+    torch.save(dict(meta=meta, state_dict=model.state_dict()), path)
+    return path

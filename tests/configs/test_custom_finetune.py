@@ -17,7 +17,7 @@ import torch
 from mmengine.config import Config
 
 from tests.conftest import REPO
-from tests.tools.demo_helpers import make_checkpoint
+from tests.helpers import make_checkpoint
 
 CUSTOM = osp.join(REPO, "configs", "custom", "hamhead-nmf_r18-d8_custom.py")
 CLASSES = ["background", "cat", "dog"]

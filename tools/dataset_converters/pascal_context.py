@@ -7,21 +7,11 @@ Usage (from the repository root; the same command line as mmseg's converter)::
 
 mmseg's converter reads the Detail API's ``trainval_merged.json`` through the ``detail`` package,
 which is not on PyPI. This tool needs neither: it reads the per-image label maps of the original
-PASCAL Context release (Mottaghi et al., ``trainval.tar.gz`` from
-https://cs.stanford.edu/~roozbeh/pascal-context/, extracted as ``data/VOCdevkit/VOC2010/trainval/``:
-one ``<id>.mat`` per image with a ``LabelMap`` of the 459 full-label ids, 1-based indices into the
-release's ``labels.txt``, 0 for unlabelled pixels) and maps them to the 60-class benchmark: each of
-the 59 classes below gets its rank 1..59 in id order (= mmseg's class order), every other id and
-0 become background 0.
-
-The split (train 4,998 / val 5,105 images) is taken from the json when it exists (its ``images``
-carry ``file_name`` and ``phase``); without it from VOC 2010's ``ImageSets/Main/{train,val}.txt``,
-which is the same split. The json's annotations are not read.
-
-Output, under ``data/VOCdevkit/VOC2010``: ``SegmentationClassContext/<id>.png`` (uint8, 0..59) and
-``ImageSets/SegmentationContext/{train,val}.txt``, as mmseg's converter writes them. mmseg's
-``PascalContextDataset`` (60 classes) and ``PascalContextDataset59`` (background ignored) both
-read these files.
+PASCAL Context release (``trainval.tar.gz`` from https://cs.stanford.edu/~roozbeh/pascal-context/,
+extracted as ``data/VOCdevkit/VOC2010/trainval/``) and maps them to the 60-class benchmark
+(:mod:`hamseg.datasets.converters.pascal_context` explains the mapping and the split). Output,
+under ``data/VOCdevkit/VOC2010``: ``SegmentationClassContext/<id>.png`` (uint8, 0..59) and
+``ImageSets/SegmentationContext/{train,val}.txt``, as mmseg's converter writes them.
 
 If the release's ``labels.txt`` is found next to the ``trainval`` folder (or given with
 ``--labels``), the class names at the 59 ids are checked against it before anything is written.
@@ -30,156 +20,18 @@ If the release's ``labels.txt`` is found next to the ``trainval`` folder (or giv
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import os.path as osp
-import re
 import sys
-from collections.abc import Mapping, Sequence
-from functools import partial
-from multiprocessing import Pool
+from collections.abc import Sequence
 from typing import Optional
 
-import numpy as np
-from PIL import Image
-from scipy.io import loadmat
-from tqdm import tqdm
+sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 
-#: The 59 classes of the PASCAL Context benchmark as ids of the 459-label set (labels.txt
-#: numbering, the ids mmseg's converter maps from); sorted by id, which is also alphabetical and
-#: equals the order of mmseg's ``PascalContextDataset59`` classes.
-CONTEXT59: tuple[tuple[int, str], ...] = (
-    (2, "aeroplane"), (9, "bag"), (18, "bed"), (19, "bedclothes"), (22, "bench"),
-    (23, "bicycle"), (25, "bird"), (31, "boat"), (33, "book"), (34, "bottle"),
-    (44, "building"), (45, "bus"), (46, "cabinet"), (59, "car"), (65, "cat"),
-    (68, "ceiling"), (72, "chair"), (80, "cloth"), (85, "computer"), (98, "cow"),
-    (104, "cup"), (105, "curtain"), (113, "dog"), (115, "door"), (144, "fence"),
-    (158, "floor"), (159, "flower"), (162, "food"), (187, "grass"), (189, "ground"),
-    (207, "horse"), (220, "keyboard"), (232, "light"), (258, "motorbike"), (259, "mountain"),
-    (260, "mouse"), (284, "person"), (295, "plate"), (296, "platform"), (308, "pottedplant"),
-    (324, "road"), (326, "rock"), (347, "sheep"), (349, "shelves"), (354, "sidewalk"),
-    (355, "sign"), (360, "sky"), (366, "snow"), (368, "sofa"), (397, "table"),
-    (415, "track"), (416, "train"), (420, "tree"), (424, "truck"), (427, "tvmonitor"),
-    (440, "wall"), (445, "water"), (454, "window"), (458, "wood"),
-)  # fmt: skip
+import hamseg  # noqa: E402,F401  (adapts the stack; before anything imports mmseg)
 
-#: Number of labels of the full PASCAL Context label set.
-NUM_FULL_LABELS = 459
-
-DOWNLOAD_HELP = (
-    "Download trainval.tar.gz of the PASCAL Context release "
-    "(https://cs.stanford.edu/~roozbeh/pascal-context/) and extract it so that "
-    "{where}/<image id>.mat exist (10,103 files), or pass --mat-dir. See data/README.md."
-)
-
-
-def lookup_table() -> np.ndarray:
-    """(460,) uint8: full-label id -> 60-class label (0 background, 1..59 the classes)."""
-    lut = np.zeros(NUM_FULL_LABELS + 1, np.uint8)
-    for rank, (full_id, _) in enumerate(CONTEXT59, start=1):
-        lut[full_id] = rank
-    return lut
-
-
-def to_context60(label_map: np.ndarray, lut: np.ndarray) -> np.ndarray:
-    """Map a full-label ``LabelMap`` (H, W) to 0..59.
-
-    Raises:
-        ValueError: On ids outside 0..459.
-    """
-    label_map = np.asarray(label_map)
-    if label_map.size and (label_map.min() < 0 or label_map.max() > NUM_FULL_LABELS):
-        raise ValueError(
-            f"LabelMap values must be in 0..{NUM_FULL_LABELS}, got "
-            f"{label_map.min()}..{label_map.max()}"
-        )
-    return lut[label_map.astype(np.int64)]
-
-
-def convert_one(image_id: str, mat_dir: str, out_dir: str, lut: np.ndarray) -> str:
-    """``mat_dir/<id>.mat`` -> ``out_dir/<id>.png``; returns the id."""
-    label_map = loadmat(osp.join(mat_dir, image_id + ".mat"))["LabelMap"]
-    Image.fromarray(to_context60(label_map, lut)).save(osp.join(out_dir, image_id + ".png"))
-    return image_id
-
-
-def read_labels_txt(path: str) -> dict[int, str]:
-    """``{id: name}`` from the release's ``labels.txt`` (lines ``<id>: <name>``)."""
-    names = {}
-    with open(path) as f:
-        for line in f:
-            match = re.match(r"\s*(\d+)\s*:\s*(.+?)\s*$", line)
-            if match:
-                names[int(match.group(1))] = match.group(2)
-    return names
-
-
-def check_labels(names: Mapping[int, str]) -> None:
-    """Check that ``labels.txt`` names the 59 ids as :data:`CONTEXT59` (spaces and case ignored).
-
-    Raises:
-        ValueError: Listing every id whose name differs.
-    """
-
-    def norm(s: str) -> str:
-        return re.sub(r"[\s_-]", "", s.lower())
-
-    bad = [
-        f"{i}: expected {n!r}, labels.txt has {names.get(i)!r}"
-        for i, n in CONTEXT59
-        if norm(names.get(i, "")) != norm(n)
-    ]
-    if bad:
-        raise ValueError(
-            "labels.txt does not name the 59 Context classes at the expected ids:\n  "
-            + "\n  ".join(bad)
-            + "\n(pass --no-label-check to convert anyway)"
-        )
-
-
-def read_split(json_path: str, voc2010: str) -> tuple[list[str], list[str], str]:
-    """``(train ids, val ids, source)`` from the Detail json if present, else VOC 2010 Main."""
-    if osp.isfile(json_path):
-        with open(json_path) as f:
-            images = json.load(f).get("images", [])
-        split: dict[str, list[str]] = {"train": [], "val": []}
-        for image in images:
-            phase = image.get("phase")
-            if phase in split and "file_name" in image:
-                split[phase].append(osp.splitext(image["file_name"])[0])
-        if split["train"] and split["val"]:
-            return sorted(split["train"]), sorted(split["val"]), json_path
-    main = osp.join(voc2010, "ImageSets", "Main")
-    files = [osp.join(main, f"{s}.txt") for s in ("train", "val")]
-    if not all(osp.isfile(f) for f in files):
-        raise FileNotFoundError(
-            f"no train/val split: neither {json_path} (with images[].phase) nor {files[0]} and "
-            f"{files[1]} (the VOC 2010 trainval release) exist"
-        )
-    ids = []
-    for path in files:
-        with open(path) as f:
-            ids.append(sorted(line.split()[0] for line in f if line.strip()))
-    return ids[0], ids[1], main
-
-
-def find_mat_dir(args: argparse.Namespace, voc2010: str) -> str:
-    """The folder with the ``<id>.mat`` label maps (see the module docstring)."""
-    candidates = [args.mat_dir] if args.mat_dir else []
-    candidates += [
-        args.json_path if osp.isdir(args.json_path) else None,
-        osp.join(osp.dirname(args.json_path), "trainval"),
-        osp.join(voc2010, "trainval"),
-    ]
-    for path in candidates:
-        if path and osp.isdir(path) and any(n.endswith(".mat") for n in os.listdir(path)):
-            return path
-    raise FileNotFoundError(
-        "PASCAL Context label maps (.mat) not found in "
-        + ", ".join(p for p in dict.fromkeys(candidates) if p)
-        + ". "
-        + DOWNLOAD_HELP.format(where=osp.join(voc2010, "trainval"))
-    )
+# isort: split
+from hamseg.datasets.converters.pascal_context import convert_pascal_context  # noqa: E402
+from hamseg.utils.cli import run_cli  # noqa: E402
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -204,56 +56,31 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
-    voc2010 = osp.join(args.devkit_path, "VOC2010")
-    out_dir = args.out_dir or osp.join(voc2010, "SegmentationClassContext")
-    mat_dir = find_mat_dir(args, voc2010)
-    labels = args.labels or next(
-        (
-            p
-            for p in (osp.join(osp.dirname(mat_dir), "labels.txt"), osp.join(mat_dir, "labels.txt"))
-            if osp.isfile(p)
-        ),
-        None,
+    res = convert_pascal_context(
+        args.devkit_path,
+        args.json_path,
+        out_dir=args.out_dir,
+        mat_dir=args.mat_dir,
+        labels=args.labels,
+        label_check=not args.no_label_check,
+        nproc=args.nproc,
     )
-    if labels and not args.no_label_check:
-        check_labels(read_labels_txt(labels))
-        print(f"class ids checked against {labels}")
-    train, val, source = read_split(args.json_path, voc2010)
-    available = {osp.splitext(n)[0] for n in os.listdir(mat_dir) if n.endswith(".mat")}
-    splits = {}
-    for name, ids in (("train", train), ("val", val)):
-        missing = [i for i in ids if i not in available]
+    if res.labels_checked:
+        print(f"class ids checked against {res.labels_checked}")
+    for name, missing in res.missing.items():
         if missing:
             print(
-                f"warning: {len(missing)} {name} images of {source} have no .mat in {mat_dir}, "
-                f"e.g. {missing[:3]}; they are left out",
+                f"warning: {len(missing)} {name} images of {res.source} have no .mat in "
+                f"{res.mat_dir}, e.g. {missing[:3]}; they are left out",
                 file=sys.stderr,
             )
-        splits[name] = [i for i in ids if i in available]
-
-    os.makedirs(out_dir, exist_ok=True)
-    work = partial(convert_one, mat_dir=mat_dir, out_dir=out_dir, lut=lookup_table())
-    todo = splits["train"] + splits["val"]
-    bar = dict(total=len(todo), desc="Context .mat -> PNG", unit="img")
-    if args.nproc > 1:
-        with Pool(args.nproc) as pool:
-            for _ in tqdm(pool.imap_unordered(work, todo, chunksize=32), **bar):
-                pass
-    else:
-        for image_id in tqdm(todo, **bar):
-            work(image_id)
-
-    sets = osp.join(voc2010, "ImageSets", "SegmentationContext")
-    os.makedirs(sets, exist_ok=True)
-    for name, ids in splits.items():
-        with open(osp.join(sets, f"{name}.txt"), "w") as f:
-            f.writelines(i + "\n" for i in sorted(ids))
+    train, val = len(res.splits["train"]), len(res.splits["val"])
     print(
-        f"{len(todo)} PNGs in {out_dir}; train {len(splits['train'])}, val {len(splits['val'])} "
-        f"images (split from {source}; the full data give 4998 / 5105)."
+        f"{train + val} PNGs in {res.out_dir}; train {train}, val {val} "
+        f"images (split from {res.source}; the full data give 4998 / 5105)."
     )
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(lambda: sys.exit(main()))

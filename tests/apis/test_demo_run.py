@@ -1,4 +1,4 @@
-"""tools/run_demo.py: a short demo training through mmseg's real pipeline, and its outputs."""
+"""hamseg.apis.demo and tools/run_demo.py: a short demo training through mmseg's real pipeline."""
 
 from __future__ import annotations
 
@@ -11,24 +11,22 @@ import sys
 
 from mmengine.config import Config
 
+from hamseg.apis.demo import set_schedule_length
 from hamseg.datasets.context_shapes import ContextShapesConfig, is_generated
 from tests.conftest import REPO
-from tests.helpers import load_tool
-from tests.tools.demo_helpers import DEMO_NMF
-
-run_demo = load_tool("run_demo.py")
+from tests.helpers import DEMO_NMF
 
 
 def test_set_schedule_length_rescales_schedulers():
     cfg = Config.fromfile(DEMO_NMF)
     old = cfg.train_cfg.max_iters
-    run_demo.set_schedule_length(cfg, 30)
+    set_schedule_length(cfg, 30)
     assert cfg.train_cfg.max_iters == 30 and cfg.train_cfg.val_interval == 30
     assert cfg.default_hooks.checkpoint.interval == 30
     warm, poly = cfg.param_scheduler
     assert warm["end"] == 3 and poly["begin"] == 3 and poly["end"] == 30
     cfg = Config.fromfile(DEMO_NMF)
-    run_demo.set_schedule_length(cfg, old)
+    set_schedule_length(cfg, old)
     assert cfg.param_scheduler[0]["end"] == 20 and cfg.param_scheduler[1]["end"] == old
 
 

@@ -1,7 +1,8 @@
-"""tools/dataset_converters/{voc_aug,pascal_context}.py on tiny synthetic releases.
+"""hamseg.datasets.converters.{voc_aug,pascal_context} and their tools on tiny synthetic releases.
 
-The converters are run with the exact command lines that hamseg.datasets.checks prints for a
-missing dataset, from a temporary working directory that holds a miniature ``data/`` tree.
+The tools are run with the exact command lines that hamseg.datasets.checks prints for a missing
+dataset, from a temporary working directory that holds a miniature ``data/`` tree; the other
+tests call the package with the same arguments.
 """
 
 import hamseg  # noqa: F401, I001  (patches the stack before anything imports mmseg)
@@ -10,6 +11,8 @@ import json
 import os
 import os.path as osp
 import shlex
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -21,20 +24,22 @@ from PIL import Image
 from scipy.io import savemat
 
 from hamseg.datasets.checks import PREPARE_CONTEXT, PREPARE_VOC_AUG
+from hamseg.datasets.converters import pascal_context
+from hamseg.datasets.converters.pascal_context import convert_pascal_context
+from hamseg.datasets.converters.voc_aug import build_trainaug
 from tests.conftest import REPO
-from tests.helpers import load_tool
+
+#: The arguments of the commands the dataset checks print.
+VOC_AUG_ARGS = shlex.split(PREPARE_VOC_AUG)[2:]
+CONTEXT_ARGS = shlex.split(PREPARE_CONTEXT)[2:]
 
 
-voc_aug = load_tool("dataset_converters/voc_aug.py")
-pascal_context = load_tool("dataset_converters/pascal_context.py")
-
-
-def run_command(command: str, module) -> int:
-    """Run ``python tools/dataset_converters/<x>.py ARGS`` in-process with the same ARGS."""
+def run_command(command: str, tool: str) -> subprocess.CompletedProcess:
+    """Run ``python tools/dataset_converters/<tool>.py ARGS`` in the working directory."""
     words = shlex.split(command)
-    name = module.__name__.removeprefix("tool_dataset_converters_")
-    assert words[:2] == ["python", f"tools/dataset_converters/{name}.py"]
-    return module.main(words[2:])
+    assert words[:2] == ["python", f"tools/dataset_converters/{tool}.py"]
+    cmd = [sys.executable, osp.join(REPO, words[1]), *words[2:]]
+    return subprocess.run(cmd, cwd=os.getcwd(), capture_output=True, text=True, timeout=600)
 
 
 def write_lines(path: str, lines: list[str]) -> None:
@@ -83,8 +88,9 @@ def voc_tree(tmp_path, monkeypatch):
     return maps
 
 
-def test_voc_aug_with_the_checks_command(voc_tree, capsys):
-    assert run_command(PREPARE_VOC_AUG, voc_aug) == 0
+def test_voc_aug_with_the_checks_command(voc_tree):
+    out = run_command(PREPARE_VOC_AUG, "voc_aug")
+    assert out.returncode == 0, out.stderr[-3000:]
     voc = "data/VOCdevkit/VOC2012"
     for image_id, expected in voc_tree.items():
         png = np.array(Image.open(f"{voc}/SegmentationClassAug/{image_id}.png"))
@@ -92,14 +98,14 @@ def test_voc_aug_with_the_checks_command(voc_tree, capsys):
     sets = f"{voc}/ImageSets/Segmentation"
     assert open(f"{sets}/aug.txt").read().split() == ["x", "y"]  # SBD minus VOC train/val
     assert open(f"{sets}/trainaug.txt").read().split() == ["a", "b", "c", "x", "y"]
-    out = capsys.readouterr()
-    assert "aug.txt: 2 images, trainaug.txt: 5 images" in out.out
-    assert "10582" in out.err  # the real data's size is stated
-    assert "SBD .mat -> PNG" in out.err  # tqdm progress bar
+    assert "aug.txt: 2 images, trainaug.txt: 5 images" in out.stdout
+    assert "10582" in out.stderr  # the real data's size is stated
+    assert "SBD .mat -> PNG" in out.stderr  # tqdm progress bar
 
 
 def test_voc_trainaug_loads_with_the_recipe_pipeline(voc_tree):
-    run_command(PREPARE_VOC_AUG, voc_aug)
+    res = build_trainaug(*VOC_AUG_ARGS)
+    assert (res.converted, res.aug, res.voc_train) == (5, ["x", "y"], 3)
     init_default_scope("mmseg")
     cfg = Config.fromfile(osp.join(REPO, "configs", "ham_voc.py"))
     dataset = DATASETS.build(cfg.train_dataloader.dataset)
@@ -110,9 +116,15 @@ def test_voc_trainaug_loads_with_the_recipe_pipeline(voc_tree):
     assert set(label.unique().tolist()) <= set(range(21))
 
 
-def test_voc_aug_missing_sbd_says_where_to_get_it(tmp_path):
+def test_voc_aug_missing_sbd_says_where_to_get_it(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match="benchmark.tgz"):
-        voc_aug.main([str(tmp_path / "VOCdevkit"), str(tmp_path / "nope")])
+        build_trainaug(str(tmp_path / "VOCdevkit"), str(tmp_path / "nope"))
+    monkeypatch.chdir(tmp_path)  # the tool: the same message as one line, exit code 2
+    out = run_command(PREPARE_VOC_AUG, "voc_aug")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert out.stderr.startswith(
+        "error: SBD class maps not found: data/VOCdevkit/VOCaug/dataset/cls."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -153,8 +165,9 @@ def expected_context60(label_map: np.ndarray) -> np.ndarray:
     return np.vectorize(mapping.get)(label_map).astype(np.uint8)
 
 
-def test_context_with_the_checks_command(context_tree, capsys):
-    assert run_command(PREPARE_CONTEXT, pascal_context) == 0  # the json does not exist
+def test_context_with_the_checks_command(context_tree):
+    out = run_command(PREPARE_CONTEXT, "pascal_context")  # the json does not exist
+    assert out.returncode == 0, out.stderr[-3000:]
     root = "data/VOCdevkit/VOC2010"
     for image_id, label_map in context_tree.items():
         png = np.array(Image.open(f"{root}/SegmentationClassContext/{image_id}.png"))
@@ -162,7 +175,8 @@ def test_context_with_the_checks_command(context_tree, capsys):
     sets = f"{root}/ImageSets/SegmentationContext"
     assert open(f"{sets}/train.txt").read().split() == ["2008_000002", "2009_000001"]
     assert open(f"{sets}/val.txt").read().split() == ["2008_000003", "2010_000004"]
-    err = capsys.readouterr().err
+    err = out.stderr
+    assert "4 PNGs in data/VOCdevkit/VOC2010/SegmentationClassContext; train 2, val 2" in out.stdout
     assert "1 val images" in err and "2010_999999" in err  # listed, not silently dropped
     assert "Context .mat -> PNG" in err
 
@@ -187,7 +201,8 @@ def test_context_split_from_the_json(context_tree):
     ]
     with open(f"{root}/trainval_merged.json", "w") as f:
         json.dump({"images": images, "annos_segmentation": []}, f)
-    run_command(PREPARE_CONTEXT, pascal_context)
+    res = convert_pascal_context(*CONTEXT_ARGS)
+    assert res.source == f"{root}/trainval_merged.json" and res.missing == dict(train=[], val=[])
     sets = f"{root}/ImageSets/SegmentationContext"
     assert open(f"{sets}/train.txt").read().split() == ["2008_000003", "2009_000001"]
     assert open(f"{sets}/val.txt").read().split() == ["2008_000002"]
@@ -199,19 +214,18 @@ def test_context_labels_txt_is_checked(context_tree):
     names.update(dict(pascal_context.CONTEXT59))
     names[427] = "tv monitor"  # spaces and case are ignored
     write_lines(f"{root}/labels.txt", [f"{i}: {n}" for i, n in sorted(names.items())])
-    assert run_command(PREPARE_CONTEXT, pascal_context) == 0
+    assert convert_pascal_context(*CONTEXT_ARGS).labels_checked == f"{root}/labels.txt"
     names[9] = "bagpipe"
     write_lines(f"{root}/labels.txt", [f"{i}: {n}" for i, n in sorted(names.items())])
     with pytest.raises(ValueError, match="9: expected 'bag', labels.txt has 'bagpipe'"):
-        run_command(PREPARE_CONTEXT, pascal_context)
-    args = shlex.split(PREPARE_CONTEXT)[2:] + ["--no-label-check"]
-    assert pascal_context.main(args) == 0
+        convert_pascal_context(*CONTEXT_ARGS)
+    assert convert_pascal_context(*CONTEXT_ARGS, label_check=False).labels_checked is None
 
 
 def test_context_missing_mats_say_what_to_download(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError, match="trainval.tar.gz"):
-        run_command(PREPARE_CONTEXT, pascal_context)
+        convert_pascal_context(*CONTEXT_ARGS)
 
 
 def test_context_rejects_out_of_range_ids():

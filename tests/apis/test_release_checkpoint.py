@@ -1,4 +1,5 @@
-"""tools/convert_release_checkpoint.py: released HamNet checkpoint -> configs/ham_voc.py (strict).
+"""hamseg.apis.release_checkpoint (tools/convert_release_checkpoint.py): released HamNet
+checkpoint -> configs/ham_voc.py (strict).
 
 The weights are synthetic, made from the released checkpoint's names and shapes
 (tests/tools/data/release_hamnet_r101_v2_nmf_state_dict.txt, a copy of
@@ -10,22 +11,23 @@ and into the converted mmseg model must give the same function.
 import hamseg  # noqa: F401, I001  (patches the stack before anything imports mmseg)
 
 import os.path as osp
+import subprocess
+import sys
 
 import pytest
 import torch
 from mmengine.runner import load_checkpoint
 
+from hamseg.apis.release_checkpoint import build_target_model, convert, convert_release_checkpoint
 from hamseg.models.release_weights import WeightMappingError
 from tests.conftest import REPO
 from tests.tools.release_reference import ReleaseHamNet, read_listing, synthetic_state_dict
-from tests.helpers import load_tool, one_thread  # noqa: F401  (one_thread: fixture)
+from tests.helpers import one_thread  # noqa: F401  (one_thread: fixture)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 LISTING = osp.join(REPO, "tests", "tools", "data", "release_hamnet_r101_v2_nmf_state_dict.txt")
-
-
-tool = load_tool("convert_release_checkpoint.py")
+HAM_VOC = osp.join(REPO, "configs", "ham_voc.py")
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +40,7 @@ def release_state():
 @pytest.fixture(scope="module")
 def voc_model():
     """configs/ham_voc.py's segmentor (pretrained init off), eval mode."""
-    return tool.build_target_model(tool.DEFAULT_CONFIG).eval()
+    return build_target_model(HAM_VOC).eval()
 
 
 def test_listing_is_the_release_architecture(release_state):
@@ -47,7 +49,7 @@ def test_listing_is_the_release_architecture(release_state):
 
 
 def test_every_tensor_used_once_and_loaded_strictly(release_state, voc_model):
-    state = tool.convert(release_state, voc_model)
+    state = convert(release_state, voc_model)
     assert len(state) == len(release_state) == 659
     assert {id(t) for t in state.values()} == {id(t) for t in release_state.values()}
     assert state["backbone.stem.7.running_var"] is release_state["backbone.1.running_var"]
@@ -67,7 +69,7 @@ def test_renamed_key_fails_with_its_name(release_state, voc_model):
     bad = dict(release_state)
     bad["align.conv.weights"] = bad.pop("align.conv.weight")
     with pytest.raises(WeightMappingError) as err:
-        tool.convert(bad, voc_model)
+        convert(bad, voc_model)
     message = str(err.value)
     assert "align.conv.weights -> decode_head.align.conv.weights" in message
     assert "no source fills (1):\n  decode_head.align.conv.weight" in message
@@ -79,31 +81,36 @@ def test_unused_missing_and_misshaped_tensors_are_listed(release_state, voc_mode
     del bad["fc.1.bias"]
     bad["hamburger.upper_bread.weight"] = torch.zeros(512, 256, 1, 1)
     with pytest.raises(WeightMappingError) as err:
-        tool.convert(bad, voc_model)
+        convert(bad, voc_model)
     message = str(err.value)
     assert "no rule maps (unused) (1):\n  aux.conv.weight" in message
     assert "no source fills (1):\n  decode_head.conv_seg.bias" in message
     assert "hamburger.upper_bread.weight (512, 256, 1, 1) -> " in message
 
 
-def test_cli_writes_a_checkpoint_that_loads_strictly(release_state, voc_model, tmp_path, capsys):
+def test_convert_writes_a_checkpoint_that_loads_strictly(release_state, voc_model, tmp_path):
     src, dst = str(tmp_path / "final.pth"), str(tmp_path / "out" / "hamnet.pth")
     torch.save(dict(net=release_state, step=60000, best_mIoU=0.8), src)
-    assert tool.main([src, dst]) == 0
+    assert convert_release_checkpoint(src, dst, HAM_VOC, "configs/ham_voc.py") == 659
     saved = torch.load(dst, map_location="cpu", weights_only=True)
     assert set(saved["state_dict"]) == set(voc_model.state_dict())
+    assert saved["meta"] == dict(
+        source="final.pth",
+        converted_by="tools/convert_release_checkpoint.py",
+        config="configs/ham_voc.py",
+    )
     load_checkpoint(voc_model, dst, strict=True)  # mmengine's loader, as tools/test.py uses it
     assert torch.equal(voc_model.decode_head.conv_seg.weight, release_state["fc.1.weight"])
 
     torch.save(release_state, src)  # a bare state dict is not the release's format
     with pytest.raises(WeightMappingError, match=r"\{'net': state_dict"):
-        tool.main([src, dst])
+        convert_release_checkpoint(src, dst, HAM_VOC, "configs/ham_voc.py")
 
 
 def test_converted_model_computes_the_release_function(release_state, voc_model):
     reference = ReleaseHamNet().eval()
     reference.load_state_dict(release_state, strict=True)
-    tool.convert(release_state, voc_model)
+    convert(release_state, voc_model)
     for h, w in [(33, 41), (18, 22)]:  # 8k+1 and other sizes
         x = torch.randn(1, 3, h, w, generator=torch.Generator().manual_seed(h))
         with torch.no_grad():
@@ -122,3 +129,12 @@ def test_converted_model_computes_the_release_function(release_state, voc_model)
         with torch.no_grad():
             other = voc_model.encode_decode(x, [meta])
         assert (other - expected).abs().max() > 1e-6 * scale
+
+
+def test_cli_missing_release_file_says_what_it_is(tmp_path):
+    missing = str(tmp_path / "final.pth")
+    cmd = [sys.executable, "tools/convert_release_checkpoint.py", missing, str(tmp_path / "o.pth")]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"error: release checkpoint not found: {missing} (the V2 NMF")
+    assert "Traceback" not in proc.stderr and not (tmp_path / "o.pth").exists()

@@ -1,0 +1,20 @@
+"""The paper's feature analyses of a checkpoint: spectrum (Fig. 5), feature maps (Fig. 6)."""
+
+from .feature_maps import draw_feature_maps, pca_rgb, pick_channels, select_channels
+from .features import HAMBURGER, MissingModuleError, capture_features, get_module
+from .spectrum import compute_spectra, cumulative_energy, plot_spectrum, write_spectrum
+
+__all__ = [
+    "HAMBURGER",
+    "MissingModuleError",
+    "capture_features",
+    "compute_spectra",
+    "cumulative_energy",
+    "draw_feature_maps",
+    "get_module",
+    "pca_rgb",
+    "pick_channels",
+    "plot_spectrum",
+    "select_channels",
+    "write_spectrum",
+]

@@ -1,0 +1,40 @@
+"""What hamseg's tools do, as functions: load a checkpoint strictly, segment images, draw overlays,
+run the CPU demo and its head comparison, convert the authors' released checkpoint.
+
+Every ``tools/`` script is a command-line front end over these (see each module).
+"""
+
+from .checkpoint import (
+    CheckpointMismatchError,
+    check_state_dict,
+    load_checkpoint_strict,
+    load_state_dict_strict,
+)
+from .images import IMAGE_EXTENSIONS, ImageDecodeError, collect_inputs, read_image_rgb
+from .inference import (
+    InferenceReport,
+    class_info,
+    init_segmentor,
+    output_name,
+    predict_label,
+    segment_images,
+)
+from .overlay import draw_overlay
+
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "CheckpointMismatchError",
+    "ImageDecodeError",
+    "InferenceReport",
+    "check_state_dict",
+    "class_info",
+    "collect_inputs",
+    "draw_overlay",
+    "init_segmentor",
+    "load_checkpoint_strict",
+    "load_state_dict_strict",
+    "output_name",
+    "predict_label",
+    "read_image_rgb",
+    "segment_images",
+]

@@ -1,0 +1,158 @@
+"""Strict checkpoint loading for every model used for evaluation or inference.
+
+mmengine's ``load_checkpoint`` (which ``mmseg.apis.init_model`` and ``Runner.load_from`` use) loads
+with ``strict=False``: a checkpoint whose classifier has another number of classes than the config
+logs a warning, keeps the randomly initialised classifier and then predicts or evaluates with it,
+a silently wrong result. :func:`load_checkpoint_strict` loads a checkpoint only if it fills the
+model exactly (every name present, no extra names, every shape equal) and otherwise raises
+:class:`CheckpointMismatchError` with one line that names the layer and both shapes, and for a
+classifier says how many classes each side has::
+
+    checkpoint 'ckpt.pth' does not fit the model: decode_head.conv_seg.weight is (3, 128, 1, 1)
+    in the checkpoint and (5, 128, 1, 1) in the model: the checkpoint has 3 classes, the config
+    has 5 (...)
+
+The error is a :class:`~hamseg.utils.cli.CLIError`, so a tool run through
+:func:`hamseg.utils.cli.run_cli` prints that line and exits with code 2.
+
+Fine-tuning with ``load_from`` and a new class count is a different case (the classifier is meant
+to be re-initialised) and does not go through these functions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from mmengine.model import BaseTTAModel, is_model_wrapper
+from torch import Tensor, nn
+
+from hamseg.compat.checkpoint import load_checkpoint_file
+from hamseg.models.release_weights import unwrap_state_dict
+from hamseg.utils.cli import CLIError
+
+__all__ = [
+    "CheckpointMismatchError",
+    "check_state_dict",
+    "load_checkpoint_strict",
+    "load_state_dict_strict",
+]
+
+#: A classifier's tensors: mmseg's decode and auxiliary heads name their last 1x1 conv conv_seg.
+_CLASSIFIER = re.compile(r"(^|\.)conv_seg\.(weight|bias)$")
+#: Names listed in a message before "and N more".
+_SHOWN = 3
+
+
+class CheckpointMismatchError(CLIError):
+    """A checkpoint does not fit the model exactly; the one-line message says where and how."""
+
+
+def _shape(tensor: Tensor) -> str:
+    return str(tuple(tensor.shape))
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(names[:_SHOWN])
+    return shown + (f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else "")
+
+
+def check_state_dict(
+    model_state: Mapping[str, Tensor], checkpoint_state: Mapping[str, Tensor], source: str
+) -> None:
+    """Raise unless ``checkpoint_state`` has exactly the names and shapes of ``model_state``.
+
+    Args:
+        model_state: The model's ``state_dict()``.
+        checkpoint_state: The state dict read from the checkpoint.
+        source: What to call the checkpoint in the message (usually its path).
+
+    Raises:
+        CheckpointMismatchError: One line: the shape mismatches first (name and both shapes; for
+            a classifier ``the checkpoint has N classes, the config has M``), then the names
+            the checkpoint lacks and the names the model does not have.
+    """
+    misshaped = [
+        k
+        for k in model_state
+        if k in checkpoint_state and checkpoint_state[k].shape != model_state[k].shape
+    ]
+    missing = [k for k in model_state if k not in checkpoint_state]
+    unexpected = [k for k in checkpoint_state if k not in model_state]
+    if not (misshaped or missing or unexpected):
+        return
+    parts = []
+    if misshaped:
+        first = next((k for k in misshaped if _CLASSIFIER.search(k)), misshaped[0])
+        part = (
+            f"{first} is {_shape(checkpoint_state[first])} in the checkpoint and "
+            f"{_shape(model_state[first])} in the model"
+        )
+        if _CLASSIFIER.search(first):
+            have, want = checkpoint_state[first].shape[0], model_state[first].shape[0]
+            part += (
+                f": the checkpoint has {have} classes, the config has {want} (to use this "
+                f"checkpoint, set num_classes={have} in the config; to train a {want}-class "
+                "model from it, fine-tune with load_from)"
+            )
+        others = [k for k in misshaped if k != first]
+        if others:
+            part += f"; other shape mismatches: {_names(others)}"
+        parts.append(part)
+    if missing:
+        parts.append(f"{len(missing)} model tensors are not in the checkpoint ({_names(missing)})")
+    if unexpected:
+        parts.append(
+            f"{len(unexpected)} checkpoint tensors are not in the model ({_names(unexpected)})"
+        )
+    hint = "" if misshaped else " (is it a checkpoint of another model? pass its config)"
+    raise CheckpointMismatchError(
+        f"checkpoint {source!r} does not fit the model: " + "; ".join(parts) + hint
+    )
+
+
+def load_state_dict_strict(model: nn.Module, checkpoint: Any, source: str) -> None:
+    """Check ``checkpoint`` against ``model`` with :func:`check_state_dict`, then load it.
+
+    Args:
+        model: The segmentor (a DDP or other mmengine model wrapper, and a test-time
+            augmentation model such as mmseg's ``SegTTAModel``, are unwrapped).
+        checkpoint: A loaded checkpoint: a state dict, or a dict holding one under
+            ``state_dict`` (mmengine), ``net`` or ``model``; a ``module.`` prefix is removed.
+        source: What to call the checkpoint in messages (usually its path).
+
+    Raises:
+        CheckpointMismatchError: If it holds no state dict or does not fit the model exactly.
+    """
+    if is_model_wrapper(model) or isinstance(model, BaseTTAModel):  # as mmengine's loader
+        model = model.module
+    try:
+        state = unwrap_state_dict(checkpoint)
+    except TypeError as err:
+        raise CheckpointMismatchError(f"checkpoint {source!r} holds no state dict: {err}") from None
+    check_state_dict(model.state_dict(), state, source)
+    model.load_state_dict(state, strict=True)
+
+
+def load_checkpoint_strict(model: nn.Module, filename: str, map_location: Any = "cpu") -> Any:
+    """Load a checkpoint file into ``model`` only if it fits exactly.
+
+    The file is read as every hamseg checkpoint is (``weights_only=True``,
+    :func:`hamseg.compat.checkpoint.load_checkpoint_file`).
+
+    Args:
+        model: The segmentor (model wrappers and TTA models are unwrapped).
+        filename: Path or URL of the checkpoint.
+        map_location: As for :func:`torch.load`.
+
+    Returns:
+        The loaded checkpoint (its ``meta`` carries the config and the dataset's classes).
+
+    Raises:
+        CheckpointMismatchError: If the checkpoint does not fit the model exactly.
+        FileNotFoundError, UnsafeCheckpointError, CorruptCheckpointError: From the loader.
+    """
+    checkpoint = load_checkpoint_file(filename, map_location=map_location)
+    load_state_dict_strict(model, checkpoint, filename)
+    return checkpoint

@@ -1,0 +1,102 @@
+"""hamseg.apis.compare_heads and tools/compare_demo_heads.py: table, chart and resume from stored
+run results (no training), and how one run is launched."""
+
+from __future__ import annotations
+
+import json
+import os
+import os.path as osp
+import subprocess
+import sys
+
+import cv2
+import pytest
+
+from hamseg.apis.compare_heads import HEADS, compare_heads, run_one
+from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
+from hamseg.utils.cli import CLIError
+from tests.conftest import REPO
+
+
+def _fake_run(work: str, name: str, seed: int, miou: float) -> None:
+    os.makedirs(work, exist_ok=True)
+    res = dict(
+        name=name,
+        config="x.py",
+        seed=seed,
+        max_iters=500,
+        mIoU=miou,
+        aAcc=90.0,
+        mAcc=80.0,
+        params=1_000_000,
+        head_params=300_000,
+        train_time_s=60.0 + seed,
+        val_time_s=2.0,
+        total_time_s=70.0,
+        checkpoint="c.pth",
+        work_dir=work,
+    )
+    with open(osp.join(work, "demo_result.json"), "w") as f:
+        json.dump(res, f)
+
+
+def test_table_chart_and_resume(tmp_path):
+    data = str(tmp_path / "cs")
+    generate_context_shapes(data, ContextShapesConfig(size=32, num_train=1, num_val=1), False)
+    out = str(tmp_path / "cmp")
+    values = {"FCN": [60.0, 62.0, 64.0], "HamHead-NMF": [90.0, 91.0, 95.0]}
+    for name, config in HEADS:
+        if name in values:
+            stem = osp.splitext(osp.basename(config))[0]
+            for seed, v in enumerate(values[name]):
+                _fake_run(osp.join(out, stem, f"seed{seed}"), name, seed, v)
+    cmd = [sys.executable, "tools/compare_demo_heads.py", "--heads", "FCN", "HamHead-NMF"]
+    cmd += ["--data-root", data, "--out-dir", out, "--docs-prefix", str(tmp_path / "docs" / "res")]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    md = open(osp.join(out, "results.md")).read()
+    assert "| FCN | **62.0** ± 1.6 | 60.0, 62.0, 64.0 | 1.00M / 0.300M | 61 s |" in md
+    assert "| HamHead-NMF | **92.0** ± 2.2 | 90.0, 91.0, 95.0 |" in md
+    assert "HamHead-NMF minus FCN: **+30.0** mIoU points." in md
+    assert "Command: `python tools/compare_demo_heads.py --heads FCN HamHead-NMF" in md
+    assert open(tmp_path / "docs" / "res.md").read() == md
+    png = cv2.imread(str(tmp_path / "docs" / "res.png"))
+    assert png is not None and png.shape[1] > png.shape[0] > 200
+    with open(osp.join(out, "runs.json")) as f:
+        assert len(json.load(f)["runs"]) == 6
+    assert "[6/6] HamHead-NMF seed 2 ... mIoU 95.0" in proc.stdout
+    assert proc.stdout.strip().endswith("results.png")
+
+
+def test_unknown_head_is_an_error(tmp_path):
+    with pytest.raises(CLIError, match=r"unknown heads \['Nope'\]; choose from \['FCN'"):
+        compare_heads(["Nope"], [0], [sys.executable], "cmd", out_dir=str(tmp_path))
+    assert not os.listdir(tmp_path)  # checked before anything is generated or run
+
+
+# A stand-in for tools/run_demo.py: writes its arguments as the result (or fails on seed 13).
+FAKE_DEMO = """
+import json, os, sys
+args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+print("training", args["--config"])
+if args["--seed"] == "13":
+    sys.exit(3)
+os.makedirs(args["--work-dir"], exist_ok=True)
+with open(os.path.join(args["--work-dir"], "demo_result.json"), "w") as f:
+    json.dump(dict(args=sys.argv[1:], mIoU=50.0), f)
+"""
+
+
+def test_run_one_launches_resumes_and_reports_failures(tmp_path):
+    demo = [sys.executable, "-c", FAKE_DEMO]
+    work = str(tmp_path / "run")
+    res = run_one("configs/demo/x.py", 4, work, demo, "data/cs", max_iters=7)
+    assert res["args"] == [
+        "--config", "configs/demo/x.py", "--seed", "4", "--work-dir", work,
+        "--data-root", "data/cs", "--no-vis", "--max-iters", "7",
+    ]  # fmt: skip
+    assert open(osp.join(work, "run.log")).read() == "training configs/demo/x.py\n"
+    assert run_one("other.py", 5, work, demo, "d") == res  # resumed: not run again
+    assert run_one("other.py", 5, work, demo, "d", force=True)["args"][1] == "other.py"
+    with pytest.raises(RuntimeError, match=r"(?s)run failed \(3\): .* --seed 13 .*; see .*run.log"):
+        run_one("x.py", 13, str(tmp_path / "bad"), demo, "d")

@@ -1,0 +1,66 @@
+"""hamseg.apis.images: only complete images are decoded; every other file is named and refused."""
+
+from __future__ import annotations
+
+import os
+
+import cv2
+import numpy as np
+import pytest
+
+from hamseg.apis import ImageDecodeError, read_image_rgb
+from hamseg.datasets.checks import InvalidSampleError
+
+
+def _smooth(h: int, w: int) -> np.ndarray:
+    y, x = np.mgrid[:h, :w]
+    return np.stack([x * 3 % 256, y * 5 % 256, (x + y) % 256], -1).astype(np.uint8)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("decode")
+    paths = {k: str(root / n) for k, n in (
+        ("jpg", "full.jpg"), ("cut_jpg", "cut.jpg"), ("png", "full.png"), ("cut_png", "cut.png"),
+        ("text", "notes.png"), ("empty", "empty.jpg"), ("folder", "folder.png"),
+    )}  # fmt: skip
+    for key, ext in (("jpg", ".jpg"), ("png", ".png")):
+        data = cv2.imencode(ext, _smooth(45, 61))[1].tobytes()
+        with open(paths[key], "wb") as f:
+            f.write(data)
+        with open(paths["cut_" + key], "wb") as f:
+            f.write(data[: len(data) * 2 // 3])
+    with open(paths["text"], "w") as f:
+        f.write("not an image\n")
+    open(paths["empty"], "wb").close()
+    os.makedirs(paths["folder"])
+    return paths
+
+
+def test_complete_images_decode_exactly(files):
+    img = read_image_rgb(files["png"])
+    assert np.array_equal(img, _smooth(45, 61)[:, :, ::-1])  # written as BGR, read as RGB
+    assert read_image_rgb(files["jpg"]).shape == (45, 61, 3)
+
+
+def test_truncated_jpeg_is_refused_although_opencv_returns_an_image(files):
+    # cv2.imread fills the missing rows with grey (libjpeg: "Premature end of JPEG file") on
+    # the OpenCV builds the issue was reported with; the full decode must still refuse it.
+    with pytest.raises(ImageDecodeError, match=r"cut\.jpg: not a complete image \(.*truncated"):
+        read_image_rgb(files["cut_jpg"])
+
+
+@pytest.mark.parametrize(
+    "key, pattern",
+    [
+        ("cut_png", r"cut\.png: not a complete image"),
+        ("text", r"notes\.png: not an image \(13 bytes OpenCV cannot decode\)"),
+        ("empty", r"empty\.jpg: empty file \(0 bytes\)"),
+        ("folder", r"folder\.png: cannot be read"),
+    ],
+)
+def test_bad_files_name_the_file(files, key, pattern):
+    with pytest.raises(ImageDecodeError, match=pattern) as err:
+        read_image_rgb(files[key])
+    assert "\n" not in str(err.value)
+    assert isinstance(err.value, InvalidSampleError)  # one line, exit 2 under run_cli
