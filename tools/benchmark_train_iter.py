@@ -11,17 +11,15 @@ and parameter groups. Each iteration is ``model.train_step`` on a synthetic batc
 images and labels, 5% ignore pixels): data preprocessing, forward, loss, backward and the SGD
 update. Reported: seconds per iteration, peak resident memory of the process (``ru_maxrss``) and
 the resident memory before the first iteration, as a table and optionally as JSON (``--out``).
+The logic lives in :mod:`hamseg.benchmark.train_iter`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import os.path as osp
-import resource
 import sys
-import time
 from collections.abc import Sequence
 from typing import Optional
 
@@ -31,76 +29,11 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 
 # isort: split
 import torch  # noqa: E402
-from mmengine.config import Config  # noqa: E402
 from mmengine.logging import MMLogger  # noqa: E402
-from mmengine.model import revert_sync_batchnorm  # noqa: E402
-from mmengine.optim import build_optim_wrapper  # noqa: E402
-from mmengine.registry import init_default_scope  # noqa: E402
-from mmengine.structures import PixelData  # noqa: E402
-from mmseg.registry import MODELS  # noqa: E402
-from mmseg.structures import SegDataSample  # noqa: E402
 
-REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
-
-
-def current_rss_mib() -> float:
-    """Resident memory of this process now (Linux /proc), MiB."""
-    with open("/proc/self/statm") as f:
-        pages = int(f.read().split()[1])
-    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def peak_rss_mib() -> float:
-    """Peak resident memory of this process so far (``ru_maxrss`` is in KiB on Linux), MiB."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def synthetic_batch(batch: int, size: int, num_classes: int, seed: int = 0) -> dict:
-    """What the data loader yields after PackSegInputs: uint8 BGR images, labels with 255s."""
-    gen = torch.Generator().manual_seed(seed)
-    inputs, samples = [], []
-    for _ in range(batch):
-        inputs.append(torch.randint(0, 256, (3, size, size), dtype=torch.uint8, generator=gen))
-        label = torch.randint(0, num_classes, (1, size, size), generator=gen)
-        label[torch.rand(label.shape, generator=gen) < 0.05] = 255
-        meta = dict(img_shape=(size, size), ori_shape=(size, size), pad_shape=(size, size))
-        samples.append(SegDataSample(gt_sem_seg=PixelData(data=label), metainfo=meta))
-    return dict(inputs=inputs, data_samples=samples)
-
-
-def benchmark(config: str, batch_size: Optional[int], size: int, iters: int) -> dict:
-    """Run ``iters`` training iterations; returns the measurements (see the module docstring)."""
-    cfg = Config.fromfile(config)
-    init_default_scope(cfg.get("default_scope", "mmseg"))
-    cfg.model.backbone.init_cfg = None
-    if cfg.model.data_preprocessor.get("size"):  # else a smaller --size is padded to the crop
-        cfg.model.data_preprocessor.size = (size, size)
-    batch = batch_size or cfg.train_dataloader.batch_size
-    torch.manual_seed(0)
-    model = revert_sync_batchnorm(MODELS.build(cfg.model))
-    model.train()
-    optim_wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
-    data = synthetic_batch(batch, size, model.decode_head.num_classes)
-    rss_before = current_rss_mib()
-    times, losses = [], []
-    for _ in range(iters):
-        start = time.perf_counter()
-        log_vars = model.train_step(data, optim_wrapper)
-        times.append(time.perf_counter() - start)
-        losses.append(log_vars["loss"].item())
-    return dict(
-        config=osp.relpath(osp.abspath(config), REPO),
-        batch_size=batch,
-        size=size,
-        iters=iters,
-        seconds_per_iter=times,
-        loss=losses,
-        rss_before_mib=round(rss_before, 1),
-        peak_rss_mib=round(peak_rss_mib(), 1),
-        threads=torch.get_num_threads(),
-        torch=torch.__version__,
-        params_m=round(sum(p.numel() for p in model.parameters()) / 1e6, 2),
-    )
+from hamseg.benchmark.train_iter import benchmark, summary  # noqa: E402
+from hamseg.benchmark.training import REPO  # noqa: E402
+from hamseg.utils.cli import require_file, run_cli  # noqa: E402
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -116,22 +49,13 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
+    require_file(args.config, "config file")
     # quiet: mmengine logs one line per parameter group option at INFO
     MMLogger.get_instance("benchmark_train_iter", log_level="WARNING")
     if args.threads:
         torch.set_num_threads(args.threads)
     result = benchmark(args.config, args.batch_size, args.size, args.iters)
-    rows = [
-        ("config", result["config"]),
-        ("batch x size", f"{result['batch_size']} x {result['size']}x{result['size']}"),
-        ("parameters", f"{result['params_m']} M"),
-        ("seconds / iteration", ", ".join(f"{t:.1f}" for t in result["seconds_per_iter"])),
-        ("loss", ", ".join(f"{v:.4f}" for v in result["loss"])),
-        ("RSS before / peak", f"{result['rss_before_mib']:.0f} / {result['peak_rss_mib']:.0f} MiB"),
-        ("threads, torch", f"{result['threads']}, {result['torch']}"),
-    ]
-    for key, value in rows:
-        print(f"{key:<22} {value}")
+    print(summary(result))
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=2)
@@ -139,4 +63,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)
