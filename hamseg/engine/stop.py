@@ -6,9 +6,10 @@ signal one process received, a loss one process computed), but every rank must s
 iteration: a rank that leaves the loop while the others enter the next DDP all-reduce leaves them
 waiting until the process-group timeout. :func:`agree_max` is the one collective they use. Every
 rank calls it exactly once per iteration at the same point of ``after_train_iter``, so it never
-waits for a rank that has already left; it costs one all-reduce of a few integers (a few
-microseconds on NCCL, next to the per-iteration host sync mmengine already does when it logs the
-loss).
+waits for a rank that has already left; it costs one all-reduce of a few integers per
+iteration: a latency-bound collective with a host sync, small next to the host sync mmengine
+already does every iteration when it logs the loss, and next to an iteration of a segmentation
+model.
 
 :class:`TrainingStopped` is what such a hook raises out of ``runner.train()``; ``tools/train.py``
 (:func:`hamseg.utils.cli.run_cli`) prints its message once (main rank) and exits with its

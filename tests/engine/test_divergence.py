@@ -21,7 +21,13 @@ from mmengine.hooks import Hook
 from hamseg.engine import DIVERGED_EXIT_CODE, TrainingDiverged
 from tests.conftest import REPO, TINY_FCN
 from tests.helpers import one_thread  # noqa: F401  (fixture)
-from tests.robust.helpers import build_runner, data_options, finish, run_tool, start_process
+from tests.robust.helpers import (
+    data_options,
+    finish,
+    run_tool,
+    start_process,
+    train_until_stopped,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -67,14 +73,10 @@ class Recorder(Hook):
 
 
 def train(cfg: Config) -> tuple[TrainingDiverged | None, Recorder]:
-    runner = build_runner(cfg)
     recorder = Recorder()
-    runner.register_hook(recorder)
-    try:
-        runner.train()
-    except TrainingDiverged as err:
-        return err, recorder
-    return None, recorder
+    error, _ = train_until_stopped(cfg, recorder)
+    assert error is None or isinstance(error, TrainingDiverged)
+    return error, recorder
 
 
 @pytest.mark.parametrize(

@@ -39,12 +39,12 @@ from tests.helpers import one_thread  # noqa: F401  (fixture)
 from tests.robust.helpers import (
     TINY_HAM,
     TRAIN,
-    build_runner,
     data_options,
     finish,
     start_process,
     start_tool,
     tiny_cfg,
+    train_until_stopped,
 )
 
 pytestmark = pytest.mark.usefixtures("one_thread", "own_signal_handlers")
@@ -87,14 +87,10 @@ def run_until_signal(tmp_path, data: str, hooks: list, options: dict | None = No
         {"train_cfg.max_iters": 4, "default_hooks.checkpoint.interval": 100, **(options or {})},
     )
     cfg.custom_hooks = hooks
-    runner = build_runner(cfg)
     events = Events()
-    runner.register_hook(events)
-    try:
-        runner.train()
-    except TrainingPreempted as stop:
-        return stop, events.events, work, runner
-    return None, events.events, work, runner
+    stop, runner = train_until_stopped(cfg, events)
+    assert stop is None or isinstance(stop, TrainingPreempted)
+    return stop, events.events, work, runner
 
 
 def test_signal_names_and_numbers():

@@ -52,6 +52,21 @@ def build_runner(cfg: Config):
     return Runner.from_cfg(cfg)
 
 
+def train_until_stopped(cfg: Config, *hooks: Hook):
+    """Build a runner, register ``hooks``, train; the TrainingStopped it raised (or None) and
+    the runner."""
+    from hamseg.engine import TrainingStopped
+
+    runner = build_runner(cfg)
+    for hook in hooks:
+        runner.register_hook(hook)
+    try:
+        runner.train()
+    except TrainingStopped as stop:
+        return stop, runner
+    return None, runner
+
+
 class LossRecorder(Hook):
     """Collects the total loss of every training iteration."""
 
