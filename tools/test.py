@@ -20,7 +20,7 @@ from mmengine.runner import Runner  # noqa: E402
 
 from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
 from hamseg.utils import CLIError, build_config, run_cli  # noqa: E402
-from hamseg.utils.cli import require_file  # noqa: E402
+from hamseg.utils.cli import LAUNCHERS, require_file  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -36,9 +36,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--cfg-options", nargs="+", action=DictAction, help="override config keys: key=value"
     )
-    parser.add_argument(
-        "--launcher", choices=["none", "pytorch", "slurm"], default="none", help="job launcher"
-    )
+    parser.add_argument("--launcher", choices=LAUNCHERS, default="none", help="job launcher")
     parser.add_argument("--local_rank", "--local-rank", type=int, default=0)
     return parser.parse_args()
 
@@ -46,7 +44,7 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     checkpoint = require_file(args.checkpoint, "checkpoint file")
-    cfg = build_config(args.config, args.cfg_options, args.work_dir, args.launcher)
+    cfg = build_config(args.config, args.cfg_options, args.work_dir, args.launcher, args.local_rank)
     cfg.load_from = checkpoint
     if args.show or args.show_dir:
         hook = cfg.default_hooks.get("visualization")

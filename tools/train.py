@@ -1,5 +1,10 @@
 """Train a segmentor with hamseg: mmseg 1.x's command line, on GPUs or CPU.
 
+Every run also gets hamseg's guard hooks (unless the config configures them itself): a signal
+(SIGTERM, SIGUSR1) checkpoints the current iteration and exits with code 75 (requeueing a slurm
+job on SIGUSR1), a non-finite loss stops with code 65 before it is saved, and checkpoints carry
+the random state for an exact resume. See docs/robustness.md.
+
 Examples:
     python tools/train.py configs/ham_voc.py
     python tools/train.py configs/ham_voc.py --resume            # latest checkpoint in work_dir
@@ -8,7 +13,6 @@ Examples:
 """
 
 import argparse
-import logging
 import os.path as osp
 import sys
 
@@ -17,15 +21,16 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))  # run from 
 import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mmseg is used)
 
 # isort: split
-import torch  # noqa: E402
 from mmengine.config import DictAction  # noqa: E402
 from mmengine.logging import print_log  # noqa: E402
 from mmengine.runner import Runner  # noqa: E402
 from mmseg.registry import RUNNERS  # noqa: E402
 
 from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
-from hamseg.utils import CLIError, build_config, run_cli  # noqa: E402
-from hamseg.utils.cli import require_file  # noqa: E402
+from hamseg.engine import add_guard_hooks  # noqa: E402
+from hamseg.utils import build_config, run_cli  # noqa: E402
+from hamseg.utils.cli import LAUNCHERS, enable_amp  # noqa: E402
+from hamseg.utils.resume import apply_resume  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -37,7 +42,8 @@ def parse_args() -> argparse.Namespace:
         nargs="?",
         const="auto",
         default=None,
-        help="resume from a checkpoint path, or (no value) from the latest one in the work_dir",
+        help="resume from a checkpoint path, or (no value) from the latest one in the work_dir; "
+        "without one, a new run (from load_from's weights if the config sets it)",
     )
     parser.add_argument(
         "--amp", action="store_true", help="mixed precision (fp16 on GPU, bf16 autocast on CPU)"
@@ -45,36 +51,20 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--cfg-options", nargs="+", action=DictAction, help="override config keys: key=value"
     )
-    parser.add_argument(
-        "--launcher", choices=["none", "pytorch", "slurm"], default="none", help="job launcher"
-    )
+    parser.add_argument("--launcher", choices=LAUNCHERS, default="none", help="job launcher")
     parser.add_argument("--local_rank", "--local-rank", type=int, default=0)
     return parser.parse_args()
 
 
-def enable_amp(cfg) -> None:
-    """Switch the optimizer wrapper to mixed precision, as mmseg's ``--amp`` does."""
-    wrapper = cfg.optim_wrapper
-    if wrapper.get("type", "OptimWrapper") in ("AmpOptimWrapper", "CPUAmpOptimWrapper"):
-        print_log("AMP training is already enabled in your config.", "current", logging.WARNING)
-        return
-    if wrapper.get("type", "OptimWrapper") != "OptimWrapper":
-        raise CLIError(f"--amp needs optim_wrapper type OptimWrapper, got {wrapper.type}")
-    if torch.cuda.is_available():
-        wrapper.update(type="AmpOptimWrapper", loss_scale="dynamic")
-    else:
-        wrapper.update(type="CPUAmpOptimWrapper", dtype="bfloat16")
-
-
 def main() -> None:
     args = parse_args()
-    cfg = build_config(args.config, args.cfg_options, args.work_dir, args.launcher)
+    cfg = build_config(args.config, args.cfg_options, args.work_dir, args.launcher, args.local_rank)
     if args.amp:
         enable_amp(cfg)
-    if args.resume is not None:
-        cfg.resume = True
-        if args.resume != "auto":
-            cfg.load_from = require_file(args.resume, "checkpoint to resume from")
+    apply_resume(cfg, args.resume)
+    added = add_guard_hooks(cfg)
+    if added:
+        print_log(f"Guard hooks added: {', '.join(added)}", "current")
     check_dataset_paths(cfg, splits=("train", "val"))
     runner = Runner.from_cfg(cfg) if "runner_type" not in cfg else RUNNERS.build(cfg)
     runner.train()

@@ -1,12 +1,17 @@
-"""Shared pieces of the robustness tests: the tiny HamHead config, in-process runners."""
+"""Shared pieces of the robustness tests: the tiny HamHead config, in-process runners, tools
+run in subprocesses (to completion, or watched line by line)."""
 
 from __future__ import annotations
 
 import itertools
 import os
 import os.path as osp
+import queue
+import re
 import subprocess
 import sys
+import threading
+import time
 from typing import Any, Optional
 
 from mmengine.config import Config
@@ -47,6 +52,21 @@ def build_runner(cfg: Config):
     return Runner.from_cfg(cfg)
 
 
+def train_until_stopped(cfg: Config, *hooks: Hook):
+    """Build a runner, register ``hooks``, train; the TrainingStopped it raised (or None) and
+    the runner."""
+    from hamseg.engine import TrainingStopped
+
+    runner = build_runner(cfg)
+    for hook in hooks:
+        runner.register_hook(hook)
+    try:
+        runner.train()
+    except TrainingStopped as stop:
+        return stop, runner
+    return None, runner
+
+
 class LossRecorder(Hook):
     """Collects the total loss of every training iteration."""
 
@@ -71,3 +91,68 @@ def run_tool(args: list[str], timeout: float = 600, **kwargs) -> subprocess.Comp
         timeout=timeout,
         **kwargs,
     )
+
+
+def start_process(
+    cmd: list[str], extra_env: Optional[dict] = None, new_session: bool = False
+) -> tuple[subprocess.Popen, queue.Queue]:
+    """Start ``cmd`` (1 thread, repo on PYTHONPATH) with its output (stdout and stderr) fed
+    line by line into a queue. ``new_session``: its own process group, for ``os.killpg``."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=REPO, **(extra_env or {}))
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=REPO,
+        start_new_session=new_session,
+    )
+    lines: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)  # end of output
+
+    threading.Thread(target=pump, daemon=True).start()
+    return proc, lines
+
+
+def start_tool(args: list[str], extra_env: Optional[dict] = None, **kwargs):
+    """:func:`start_process` for a python tool of the repo."""
+    return start_process([sys.executable, *args], extra_env, **kwargs)
+
+
+def wait_for_line(
+    lines: queue.Queue, text: str, proc: subprocess.Popen, timeout: float = 300
+) -> re.Match:
+    """Block until a line matches the regular expression ``text``; return the match."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=1)
+        except queue.Empty:
+            continue
+        if line is None:
+            break
+        seen.append(line)
+        match = re.search(text, line)
+        if match:
+            return match
+    proc.kill()
+    raise AssertionError(f"{text!r} never appeared; output:\n{''.join(seen)[-3000:]}")
+
+
+def finish(proc: subprocess.Popen, lines: queue.Queue, timeout: float = 300) -> tuple[int, str]:
+    """Wait (bounded) for the process to end; its exit code and its remaining output."""
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError(f"process {proc.args} still running after {timeout} s") from None
+    rest = []
+    while (line := lines.get(timeout=30)) is not None:
+        rest.append(line)
+    return code, "".join(rest)

@@ -1,12 +1,11 @@
 """Mixed precision (--amp: bf16 autocast on CPU) and determinism of training and evaluation.
 
 All runs are in-process mmengine Runners built from tests/data/tiny_ham.py, exactly what
-tools/train.py and tools/test.py build (``enable_amp`` is imported from tools/train.py).
+tools/train.py and tools/test.py build (``--amp`` is :func:`hamseg.utils.cli.enable_amp`).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os.path as osp
 
@@ -14,14 +13,8 @@ import pytest
 import torch
 from mmengine.hooks import Hook
 
-from tests.robust.helpers import TRAIN, LossRecorder, build_runner, tiny_cfg
-
-
-def _train_tool():
-    spec = importlib.util.spec_from_file_location("hamseg_train_tool", TRAIN)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from hamseg.utils.cli import enable_amp
+from tests.robust.helpers import LossRecorder, build_runner, tiny_cfg
 
 
 @pytest.fixture
@@ -43,7 +36,7 @@ def train_losses(data: str, work: str, options: dict) -> tuple[list[float], obje
 @pytest.mark.slow
 def test_amp_bf16_training_runs_with_float32_decomposition(tmp_path, tiny_data):
     cfg = tiny_cfg(tiny_data, str(tmp_path / "amp"), {"train_cfg.max_iters": 20})
-    _train_tool().enable_amp(cfg)  # what --amp does
+    enable_amp(cfg)  # what --amp does
     assert cfg.optim_wrapper.type == "CPUAmpOptimWrapper" and cfg.optim_wrapper.dtype == "bfloat16"
     runner = build_runner(cfg)
     recorder = LossRecorder()

@@ -9,13 +9,8 @@ from __future__ import annotations
 
 import os
 import os.path as osp
-import queue
 import random
-import re
 import signal
-import subprocess
-import sys
-import threading
 import time
 
 import mmengine.hooks.checkpoint_hook as hook_module
@@ -31,7 +26,14 @@ from hamseg.compat.atomic_checkpoint import (
     is_complete_checkpoint,
 )
 from tests.conftest import REPO
-from tests.robust.helpers import TINY_HAM, TRAIN, data_options, run_tool
+from tests.robust.helpers import (
+    TINY_HAM,
+    TRAIN,
+    data_options,
+    run_tool,
+    start_tool,
+    wait_for_line,
+)
 
 SLOW_TRAIN = osp.join(REPO, "tests", "robust", "slow_checkpoint_train.py")
 
@@ -117,47 +119,6 @@ def test_resume_lookup_skips_incomplete_and_stale(tmp_path):
 # ------------------------------------------------------------------------------------------
 # Real processes, really killed
 # ------------------------------------------------------------------------------------------
-def _start(args: list[str], extra_env: dict) -> tuple[subprocess.Popen, queue.Queue]:
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=REPO, **extra_env)
-    proc = subprocess.Popen(
-        [sys.executable, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-        cwd=REPO,
-    )
-    lines: queue.Queue = queue.Queue()
-
-    def pump() -> None:
-        for line in proc.stdout:
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
-    return proc, lines
-
-
-def _wait_for(
-    lines: queue.Queue, text: str, proc: subprocess.Popen, timeout: float = 300
-) -> re.Match:
-    """Block until a line matches the regular expression ``text``; return the match."""
-    deadline = time.monotonic() + timeout
-    seen = []
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=1)
-        except queue.Empty:
-            if proc.poll() is not None:
-                break
-            continue
-        seen.append(line)
-        match = re.search(text, line)
-        if match:
-            return match
-    proc.kill()
-    raise AssertionError(f"{text!r} never appeared; output:\n{''.join(seen)[-3000:]}")
-
-
 def _train_args(work: str, root: str, max_iters: int, *extra: str) -> list[str]:
     options = [*data_options(root), f"train_cfg.max_iters={max_iters}", *extra]
     return ["--work-dir", work, "--cfg-options", *options]
@@ -167,8 +128,8 @@ def _train_args(work: str, root: str, max_iters: int, *extra: str) -> list[str]:
 def test_sigkill_during_checkpoint_write_resumes_from_last_complete(tmp_path, tiny_data):
     work = str(tmp_path / "work")
     args = [SLOW_TRAIN, TINY_HAM, *_train_args(work, tiny_data, 15)]
-    proc, lines = _start(args, {"HAMSEG_SLOW_SAVE": ".iter_10.pth.tmp"})
-    _wait_for(lines, "WRITING", proc)
+    proc, lines = start_tool(args, {"HAMSEG_SLOW_SAVE": ".iter_10.pth.tmp"})
+    wait_for_line(lines, "WRITING", proc)
     time.sleep(1.0)  # a few chunks of iter_10 are on disk
     proc.send_signal(signal.SIGKILL)
     assert proc.wait(timeout=60) == -signal.SIGKILL
@@ -200,9 +161,9 @@ def test_random_sigkills_then_resume_finish_the_run(tmp_path, tiny_data):
     resumed_from: list[int] = []
     reached = 0
     for _ in range(3):
-        proc, lines = _start([*train, "--resume"], {})
+        proc, lines = start_tool([*train, "--resume"], {})
         target = reached + rng.randint(2, 8)
-        _wait_for(lines, rf"Iter\(train\) \[\s*{target}/{max_iters}\]", proc)
+        wait_for_line(lines, rf"Iter\(train\) \[\s*{target}/{max_iters}\]", proc)
         time.sleep(rng.uniform(0.0, 0.15))  # somewhere inside the next iteration or save
         proc.send_signal(signal.SIGKILL)
         assert proc.wait(timeout=60) == -signal.SIGKILL

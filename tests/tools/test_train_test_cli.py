@@ -1,4 +1,5 @@
-"""tools/train.py and tools/test.py end to end on a tiny model (CPU): resume, errors, torchrun."""
+"""tools/train.py and tools/test.py end to end on a tiny model (CPU): resume, errors, launchers
+(torchrun, mpi, slurm scripts with a fake srun)."""
 
 from __future__ import annotations
 
@@ -96,6 +97,21 @@ def test_weights_only_default_is_untouched():
         (TEST, ["configs/nope.py", TINY_FCN], "error: config file not found: configs/nope.py"),
         (TEST, [TINY_FCN, "missing.pth"], "error: checkpoint file not found: missing.pth"),
         (TRAIN, [TINY_FCN, "--resume", "gone.pth"], "error: checkpoint to resume from not found"),
+        # stage 2 of a recipe whose stage 1 trained in another work dir
+        (
+            TRAIN,
+            [TINY_FCN, "--resume", "--cfg-options", "load_from=work_dirs/ham_voc/iter_60000.pth"],
+            "error: load_from checkpoint not found: work_dirs/ham_voc/iter_60000.pth (set another "
+            "with --cfg-options load_from=PATH)",
+        ),
+        # --launcher mpi is a valid choice (test.py: the checkpoint error comes first) ...
+        (
+            TEST,
+            [TINY_FCN, "missing.pth", "--launcher", "mpi"],
+            "error: checkpoint file not found: missing.pth",
+        ),
+        # ... that needs OpenMPI's mpirun
+        (TRAIN, [TINY_FCN, "--launcher", "mpi"], "error: --launcher mpi: OMPI_COMM_WORLD_RANK"),
     ],
 )
 def test_missing_files_give_one_line_and_exit_2(tool, args, expected):
@@ -132,30 +148,140 @@ def test_torchrun_two_cpu_processes_keep_ranks_identical(tmp_path, tiny_data):
     assert changed > 10  # training really updated the parameters
 
 
-def test_slurm_scripts_pass_the_launcher_and_arguments_to_srun(tmp_path):
+def fake_srun(tmp_path) -> dict:
+    """An ``srun`` on PATH that logs its argv (one per line) and MASTER_PORT; the env to use."""
     fake = tmp_path / "srun"
-    fake.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$SRUN_LOG"\n')
+    fake.write_text(
+        '#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$SRUN_LOG"\n'
+        'echo "MASTER_PORT=${MASTER_PORT:-}" > "$SRUN_LOG.env"\n'
+    )
     fake.chmod(0o755)
     env = dict(PATH=f"{tmp_path}{os.pathsep}{os.environ['PATH']}", SRUN_LOG=str(tmp_path / "log"))
     env["GPUS"] = env["GPUS_PER_NODE"] = "4"
+    return env
+
+
+def srun_argv(tmp_path) -> list[str]:
+    return (tmp_path / "log").read_text().split("\n")[:-1]
+
+
+OPTIONS = ["--work-dir", "wd", "--resume", "--amp", "--cfg-options", "a.b=1", "c=[1, 2]"]
+
+
+def test_slurm_train_passes_everything_after_the_config_to_train_py(tmp_path):
+    env = fake_srun(tmp_path)
     script = osp.join(REPO, "tools", "slurm_train.sh")
-    assert (
-        run(["bash", script, "gpu", "job", "configs/ham_voc.py", "wd", "--amp"], env).returncode
-        == 0
-    )
-    argv = (tmp_path / "log").read_text().split("\n")
+    result = run(["bash", script, "gpu", "job", "configs/ham_voc.py", *OPTIONS], env)
+    assert result.returncode == 0, result.stderr
+    argv = srun_argv(tmp_path)
     assert argv[:2] == ["-p", "gpu"] and "--ntasks=4" in argv and "--gres=gpu:4" in argv
     tail = argv[argv.index("python") :]
     assert tail[2].endswith("tools/train.py")
-    assert tail[3:] == ["configs/ham_voc.py", "--work-dir=wd", "--launcher", "slurm", "--amp", ""]
+    assert tail[3:] == ["configs/ham_voc.py", "--launcher", "slurm", *OPTIONS]
+    # the old 4th positional WORK_DIR would now reach train.py as a stray argument: refused
+    result = run(["bash", script, "gpu", "job", "configs/ham_voc.py", "wd", "--amp"], env)
+    assert result.returncode == 2 and not (tmp_path / "log2").exists()
+    assert result.stderr.strip() == (
+        "error: slurm_train.sh: unexpected argument 'wd' after CONFIG; give the work dir as "
+        "--work-dir wd"
+    )
+
+
+def test_slurm_test_and_dist_scripts_pass_their_options_through(tmp_path):
+    env = fake_srun(tmp_path)
     script = osp.join(REPO, "tools", "slurm_test.sh")
-    assert run(["bash", script, "gpu", "job", "cfg.py", "c.pth", "--tta"], env).returncode == 0
-    argv = (tmp_path / "log").read_text().split("\n")
-    assert argv[argv.index("python") + 3 :] == [
-        "cfg.py",
-        "c.pth",
+    result = run(["bash", script, "gpu", "job", "cfg.py", "ckpt.pth", "--tta", "--out", "o"], env)
+    assert result.returncode == 0, result.stderr
+    tail = srun_argv(tmp_path)[srun_argv(tmp_path).index("python") + 2 :]
+    assert tail[1:] == ["cfg.py", "ckpt.pth", "--launcher", "slurm", "--tta", "--out", "o"]
+    fake_python = tmp_path / "python"  # dist_*.sh exec `python -m torch.distributed.run ...`
+    fake_python.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$SRUN_LOG"\n')
+    fake_python.chmod(0o755)
+    for script, args in (
+        ("dist_train.sh", ["cfg.py", "2"]),
+        ("dist_test.sh", ["cfg.py", "c", "2"]),
+    ):
+        result = run(["bash", osp.join(REPO, "tools", script), *args, *OPTIONS], env)
+        assert result.returncode == 0, result.stderr
+        argv = srun_argv(tmp_path)
+        assert argv[argv.index("--launcher") + 1 :] == ["pytorch", *OPTIONS]
+
+
+def test_slurm_submit_is_a_requeueable_batch_job_that_always_resumes(tmp_path):
+    script = osp.join(REPO, "tools", "slurm_submit.sh")
+    directives = [line.split()[1] for line in open(script) if line.startswith("#SBATCH")]
+    assert "--requeue" in directives and "--open-mode=append" in directives
+    signal_opt = next(d for d in directives if d.startswith("--signal="))
+    assert signal_opt.startswith("--signal=USR1@")  # no "B:": the srun tasks get it
+    assert int(signal_opt.split("@")[1]) >= 60
+
+    env = dict(fake_srun(tmp_path), SLURM_JOB_ID="123456", SLURM_SUBMIT_DIR=REPO)
+    result = run(["bash", script, "configs/ham_voc.py", "--amp", "--cfg-options", "a=1"], env)
+    assert result.returncode == 0, result.stderr
+    argv = srun_argv(tmp_path)
+    assert argv[:2] == ["--kill-on-bad-exit=1", "python"]
+    assert argv[3] == osp.join(REPO, "tools", "train.py")
+    assert argv[4:] == [
+        "configs/ham_voc.py",
         "--launcher",
         "slurm",
-        "--tta",
-        "",
+        "--resume",
+        "--amp",
+        "--cfg-options",
+        "a=1",
     ]
+    assert (tmp_path / "log.env").read_text().strip() == f"MASTER_PORT={20000 + 123456 % 20000}"
+
+
+@pytest.mark.slow
+def test_bare_resume_with_a_load_from_config_trains_then_continues(tmp_path, tiny_data):
+    """The configs/custom/ situation: load_from names a pretrained checkpoint; every start of a
+    (requeued) job passes a bare --resume."""
+    pretrained_dir = str(tmp_path / "pretrained")
+    train(pretrained_dir, tiny_data, 6)
+    pretrained = osp.join(pretrained_dir, "iter_6.pth")
+    config = tmp_path / "finetune.py"
+    config.write_text(
+        f"_base_ = [{TINY_FCN!r}]\n"
+        "custom_imports = dict(imports=['hamseg', 'tests.data.rank_dump_hook'])\n"
+        "custom_hooks = [dict(type='RankStateDumpHook')]\n"
+        f"load_from = {pretrained!r}\n"
+    )
+    work = str(tmp_path / "work")
+    cmd = [sys.executable, TRAIN, str(config), "--work-dir", work, "--resume", "--cfg-options"]
+    first = run([*cmd, *data_options(tiny_data), "train_cfg.max_iters=4"])
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "a new run from load_from=" in first.stdout + first.stderr
+    started = load(osp.join(work, "rank0.pth"))
+    assert started["iter"] == 4  # trained 4 iterations from iteration 0 (not from 6)
+    weights = load(pretrained)["state_dict"]
+    for name, value in started["initial"].items():  # ... starting from the pretrained weights
+        assert torch.equal(value, weights[name]), name
+    assert load(osp.join(work, "iter_4.pth"))["meta"]["iter"] == 4
+
+    second = run([*cmd, *data_options(tiny_data), "train_cfg.max_iters=7"])
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"Auto resumed from the latest checkpoint {osp.join(work, 'iter_4.pth')}" in (
+        second.stdout + second.stderr
+    )
+    assert load(osp.join(work, "rank0.pth"))["iter"] == 7
+    assert load(osp.join(work, "iter_7.pth"))["meta"]["iter"] == 7
+
+
+@pytest.mark.slow
+def test_mpi_launcher_trains_with_the_variables_mpirun_sets(tmp_path, tiny_data):
+    """No OpenMPI here: the variables OpenMPI's mpirun gives every process are set by hand for
+    a 1-process world; mmengine's mpi launcher reads exactly these."""
+    env = dict(
+        OMPI_COMM_WORLD_RANK="0",
+        OMPI_COMM_WORLD_SIZE="1",
+        OMPI_COMM_WORLD_LOCAL_RANK="0",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT="29561",
+    )
+    work = str(tmp_path / "mpi")
+    cmd = [sys.executable, TRAIN, TINY_FCN, "--work-dir", work, "--launcher", "mpi"]
+    result = run([*cmd, "--cfg-options", *data_options(tiny_data), "train_cfg.max_iters=2"], env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Distributed launcher: mpi" in result.stdout + result.stderr
+    assert load(osp.join(work, "iter_2.pth"))["meta"]["iter"] == 2
