@@ -60,7 +60,8 @@ def train_two_ranks(tmp_path, data_root: str, diff_rank_seed: bool) -> list[dict
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=REPO)
     for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(key, None)
-    result = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    # cwd: the final validation collects the ranks' results through ./.dist_test (mmengine)
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
     return [torch.load(work / f"dictionary_rank{rank}.pth") for rank in (0, 1)]
 
