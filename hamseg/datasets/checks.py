@@ -5,7 +5,8 @@ Three levels, all naming the file and the problem:
 - :func:`check_dataset_paths` (called by tools/train.py and tools/test.py before the Runner is
   built): every dataset folder and split file of the config exists, with the command that
   prepares a missing one (:class:`DatasetNotFoundError`); the config's ``num_classes`` agrees
-  with the dataset's classes (``ValueError``).
+  with the dataset's classes (``ValueError``); a split without labels (VOC 2012 test) is
+  accepted, but its pipeline must not load labels nor its evaluator compare with them.
 - Per sample, while training (:mod:`hamseg.datasets.transforms`): an unreadable or corrupt
   image or label file, a label of another size than its image, label values outside
   ``[0, num_classes)`` that are not the ignore index (:class:`InvalidSampleError`), raised by
@@ -35,8 +36,10 @@ __all__ = [
     "DatasetReport",
     "SampleCheck",
     "check_dataset_paths",
+    "check_label_free_splits",
     "check_num_classes",
     "check_sample",
+    "is_label_free",
     "label_problems",
     "prepare_hint",
     "read_image",
@@ -53,10 +56,18 @@ PREPARE_CONTEXT = (
     "data/VOCdevkit/VOC2010/trainval_merged.json"
 )
 PREPARE_CONTEXT_SHAPES = "python tools/dataset_converters/generate_context_shapes.py"
+#: The VOC 2012 test images come only from the VOC evaluation server (no converter).
+GET_VOC_TEST = (
+    "Download VOC2012test.tar from the PASCAL VOC evaluation server (after registering) and "
+    "extract it with `tar -xf VOC2012test.tar -C data/` (it adds VOCdevkit/VOC2012/JPEGImages "
+    "and ImageSets/Segmentation/test.txt; data/README.md)"
+)
+LOAD_ANNOTATIONS = ("LoadAnnotations", "CheckedLoadAnnotations")
 
 
 class DatasetNotFoundError(FileNotFoundError):
-    """A dataset folder or split file named by the config does not exist."""
+    """A dataset folder or split file named by the config does not exist, or a split without
+    labels is asked for them."""
 
 
 class InvalidSampleError(ValueError):
@@ -84,12 +95,24 @@ def prepare_hint(dataset_cfg: dict, path: str) -> str:
             f"Prepare it with: {PREPARE_CONTEXT} (after downloading VOC2010 and the Context "
             "annotations as described in data/README.md)"
         )
+    if ("voc" in text or kind == "PascalVOCDataset") and is_label_free(dataset_cfg):
+        return f"{GET_VOC_TEST}."
     if "voc" in text or kind == "PascalVOCDataset":
         return (
             f"Prepare it with: {PREPARE_VOC_AUG} (after downloading VOC2012 and SBD as "
             "described in data/README.md)"
         )
     return "See data/README.md for how to download and prepare the datasets."
+
+
+def is_label_free(dataset_cfg: dict) -> bool:
+    """True for a split without labels (e.g. VOC 2012 test): ``data_prefix`` has no seg_map_path.
+
+    mmseg's datasets default to ``data_prefix=dict(img_path='', seg_map_path='')``, i.e. labels
+    at ``data_root``; only a ``data_prefix`` given without ``seg_map_path`` means no labels.
+    """
+    prefix = dataset_cfg.get("data_prefix")
+    return isinstance(prefix, dict) and "seg_map_path" not in prefix
 
 
 def _leaf_datasets(dataset_cfg: Any) -> Iterator[dict]:
@@ -140,7 +163,8 @@ def _required_paths(dataset_cfg: dict) -> list[tuple[str, str]]:
 
 
 def check_dataset_paths(cfg: Config, splits: Optional[Sequence[str]] = None) -> None:
-    """Check that every dataset folder and split file exists, then :func:`check_num_classes`.
+    """Check that every dataset folder and split file exists, then :func:`check_num_classes`
+    and :func:`check_label_free_splits`.
 
     Args:
         cfg: The run's config.
@@ -149,7 +173,8 @@ def check_dataset_paths(cfg: Config, splits: Optional[Sequence[str]] = None) -> 
 
     Raises:
         DatasetNotFoundError: Naming every missing path of the first dataset with a missing
-            one, and the command that prepares it.
+            one, and the command that prepares it (for the label-free VOC 2012 test split:
+            where to download it); or a split without labels would load or evaluate labels.
         ValueError: ``num_classes`` of a head differs from the number of dataset classes.
     """
     for split, dataset_cfg in _split_datasets(cfg, splits):
@@ -168,6 +193,7 @@ def check_dataset_paths(cfg: Config, splits: Optional[Sequence[str]] = None) -> 
                 f"{'; '.join(missing)}. {prepare_hint(dataset_cfg, missing[0])}"
             )
     check_num_classes(cfg, splits)
+    check_label_free_splits(cfg, splits)
     _warn_unchecked_loaders(cfg, splits)
 
 
@@ -181,6 +207,65 @@ def _transform_types(node: Any) -> Iterator[str]:
     elif isinstance(node, (list, tuple)):
         for value in node:
             yield from _transform_types(value)
+
+
+def _evaluators(cfg: Config, split: str) -> list[dict]:
+    evaluator = cfg.get(f"{split}_evaluator")
+    if isinstance(evaluator, dict) and "metrics" in evaluator:  # Evaluator(metrics=[...])
+        evaluator = evaluator["metrics"]
+    if isinstance(evaluator, dict):
+        return [evaluator]
+    return [e for e in evaluator or [] if isinstance(e, dict)]
+
+
+def _format_only(metric: dict) -> bool:
+    """The metric's ``format_only``, with the registered class's default if not set."""
+    if "format_only" in metric:
+        return bool(metric["format_only"])
+    import inspect
+
+    from mmseg.registry import METRICS
+
+    kind = metric.get("type")
+    metric_cls = METRICS.get(kind.split(".")[-1]) if isinstance(kind, str) else kind
+    try:
+        default = inspect.signature(metric_cls).parameters["format_only"].default
+    except (TypeError, ValueError, KeyError):
+        return False
+    return default is True
+
+
+def check_label_free_splits(cfg: Config, splits: Optional[Sequence[str]] = None) -> None:
+    """A split without labels (:func:`is_label_free`) must neither load nor evaluate labels.
+
+    Otherwise mmseg fails at the first image with a KeyError ('seg_map_path', 'gt_sem_seg').
+
+    Raises:
+        DatasetNotFoundError: The pipeline loads annotations, or a metric of the split's
+            evaluator is not ``format_only`` (it would compare with labels).
+    """
+    for split, dataset_cfg in _split_datasets(cfg, splits):
+        if not is_label_free(dataset_cfg):
+            continue
+        where = f"{split}_dataloader ({dataset_cfg.get('type', 'dataset')}) has no labels"
+        where += " (data_prefix without seg_map_path)"
+        loads = sorted(
+            set(_transform_types(dataset_cfg.get("pipeline", []))) & set(LOAD_ANNOTATIONS)
+        )
+        if loads:
+            raise DatasetNotFoundError(
+                f"{where} but its pipeline loads them ({', '.join(loads)}; with --tta the "
+                "config's tta_pipeline). Use a pipeline without annotations, e.g. "
+                "label_free_test_pipeline / label_free_tta_pipeline of "
+                "configs/_base_/datasets/voc12aug_hamnet.py."
+            )
+        for metric in _evaluators(cfg, split):
+            if not _format_only(metric):
+                raise DatasetNotFoundError(
+                    f"{where} but {split}_evaluator {metric.get('type')} compares with labels. "
+                    "Set format_only=True (only write the predictions), e.g. "
+                    "VOCSubmissionMetric as in configs/ham_voc_test.py."
+                )
 
 
 def _warn_unchecked_loaders(cfg: Config, splits: Optional[Sequence[str]]) -> None:

@@ -42,3 +42,5 @@ tta_pipeline = [
 train_dataloader = dict(dataset=dict(type=dataset_type, pipeline=train_pipeline))
 val_dataloader = dict(dataset=dict(type=dataset_type, pipeline=test_pipeline))
 test_dataloader = val_dataloader
+val_evaluator = dict(_delete_=True, type="IoUMetric", iou_metrics=["mIoU"])  # 59 classes
+test_evaluator = val_evaluator

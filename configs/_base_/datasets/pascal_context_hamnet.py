@@ -61,3 +61,8 @@ val_dataloader = dict(
     )
 )
 test_dataloader = val_dataloader
+# Both Context metrics of a 60-class model from one run (hamseg/evaluation/context_metric.py):
+# mIoU over the 60 classes, and mIoU59 with background pixels ignored and the argmax taken over
+# the 59 object classes.
+val_evaluator = dict(type="ContextIoUMetric", iou_metrics=["mIoU"], background_index=0)
+test_evaluator = val_evaluator

@@ -28,20 +28,30 @@ test_pipeline = [
 # Multi-scale + flip test of the paper and release: scales 0.5 .. 1.75 (step 0.25) x {no flip,
 # flip} = 12 views per image (tools/test.py --tta, merged by HamSegTTAModel).
 tta_scales = [0.5, 0.75, 1.0, 1.25, 1.5, 1.75]
+tta_views = [
+    [dict(type="Resize", scale_factor=s, keep_ratio=True) for s in tta_scales],
+    [
+        dict(type="RandomFlip", prob=0.0, direction="horizontal"),
+        dict(type="RandomFlip", prob=1.0, direction="horizontal"),
+    ],
+]
 tta_pipeline = [
     dict(type="CheckedLoadImageFromFile", backend_args=None),
     dict(
         type="TestTimeAug",
         transforms=[
-            [dict(type="Resize", scale_factor=s, keep_ratio=True) for s in tta_scales],
-            [
-                dict(type="RandomFlip", prob=0.0, direction="horizontal"),
-                dict(type="RandomFlip", prob=1.0, direction="horizontal"),
-            ],
+            *tta_views,
             [dict(type="CheckedLoadAnnotations", num_classes=21)],
             [dict(type="PackSegInputs")],
         ],
     ),
+]
+# The VOC 2012 test split (1,456 images, no public labels; configs/ham_voc_test.py): the same
+# single-scale and multi-scale + flip tests without loading annotations.
+label_free_test_pipeline = [dict(type="CheckedLoadImageFromFile"), dict(type="PackSegInputs")]
+label_free_tta_pipeline = [
+    dict(type="CheckedLoadImageFromFile", backend_args=None),
+    dict(type="TestTimeAug", transforms=[*tta_views, [dict(type="PackSegInputs")]]),
 ]
 # trainaug = VOC 2012 train (1,464, official labels) + SBD-only images (9,118, aug.txt), the
 # layout of mmseg's converter.

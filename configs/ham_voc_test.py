@@ -1,0 +1,7 @@
+# HamNet, VOC 2012 test-server submission from the stage-2 weights (configs/ham_voc_trainval.py):
+# see configs/hamnet/hamnet_r101-d8_8xb2-20k_voc12trainval-513x513_voc12test.py.
+#   python tools/test.py configs/ham_voc_test.py work_dirs/ham_voc_trainval/iter_20000.pth --tta
+# writes work_dirs/ham_voc_test/submission/results.tar.gz (--out DIR or
+# --cfg-options test_evaluator.output_dir=DIR to put it elsewhere).
+_base_ = ["./hamnet/hamnet_r101-d8_8xb2-20k_voc12trainval-513x513_voc12test.py"]
+test_evaluator = dict(output_dir="work_dirs/ham_voc_test/submission")
