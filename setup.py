@@ -1,17 +1,132 @@
-"""hamseg: Hamburger (ICLR 2021) for mmsegmentation 1.x. Install with `pip install -e .`."""
+"""hamseg: Hamburger (ICLR 2021) for mmsegmentation 1.x.
+
+From a checkout: ``pip install -r requirements.txt && pip install --no-deps -e .`` (README).
+From a wheel or sdist: ``pip install 'hamseg[lite]'`` (mmcv-lite) or ``pip install hamseg`` next to
+a compiled mmcv 2.0/2.1.
+
+Like mmseg, the package carries its configs: the build copies the top-level ``configs/`` and
+``model-index.yml`` (the source of truth) into ``hamseg/.mim/``, which makes
+``_base_ = 'hamseg::demo/...'`` and ``Config.fromfile('hamseg::...')`` work without a checkout. In
+a checkout (and so in an editable install) ``hamseg/.mim/`` holds links to the same files.
+"""
+
+import os
+import os.path as osp
+import re
+import shutil
 
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+HERE = osp.dirname(osp.abspath(__file__))
+
+#: What `import hamseg` and its configs need (torch, the OpenMMLab stack, what mmseg 1.2.2 imports
+#: at import time without declaring it: ftfy, regex; TensorBoard for every config's visualizer).
+#: No mmcv here: mmcv-lite and a compiled mmcv install into the same folder, so the choice is an
+#: extra. requirements.txt pins the whole tested environment (a superset of this list).
+INSTALL_REQUIRES = [
+    "torch>=2.6",
+    "mmengine==0.10.7",
+    "mmsegmentation==1.2.2",
+    "numpy>=1.24",
+    "opencv-python>=4.8",
+    "ftfy>=6.0",
+    "regex>=2023.0",
+    "tqdm>=4.60",
+    "tensorboard>=2.14",
+]
+
+#: Optional parts, one line each (`pip install 'hamseg[lite,plots]'`).
+EXTRAS_REQUIRE = {
+    # mmcv without compiled ops; skip it if a compiled mmcv 2.0/2.1 is installed.
+    "lite": ["mmcv-lite==2.1.0"],
+    # mmseg's tools/analysis_tools/analyze_logs.py (python tools/mmseg_tool.py analyze_logs ...).
+    "plots": ["seaborn>=0.12", "pandas>=1.5"],
+}
+
+#: Copied into hamseg/.mim/ by the build: relative to the repository root.
+MIM_FILES = ("configs", "model-index.yml")
+#: Which files of configs/ a wheel carries.
+MIM_CONFIG_SUFFIXES = (".py", ".yaml", ".yml", ".md")
+
+
+def read_version() -> str:
+    """hamseg/version.py's ``__version__``, read without importing hamseg (nor its dependencies)."""
+    with open(osp.join(HERE, "hamseg", "version.py"), encoding="utf-8") as f:
+        match = re.search(r'^__version__ = "([^"]+)"', f.read(), re.M)
+    if match is None:
+        raise RuntimeError("no __version__ in hamseg/version.py")
+    return match.group(1)
+
+
+def _ignore_non_configs(folder: str, names: list) -> list:
+    return [
+        n
+        for n in names
+        if n == "__pycache__"
+        or (osp.isfile(osp.join(folder, n)) and not n.endswith(MIM_CONFIG_SUFFIXES))
+    ]
+
+
+class BuildPyWithConfigs(build_py):
+    """build_py that also copies ``configs/`` and ``model-index.yml`` into ``hamseg/.mim/``.
+
+    An editable install builds nothing here: its ``hamseg/.mim/`` is the checkout's, whose entries
+    are links to the top-level files.
+    """
+
+    def run(self) -> None:
+        super().run()
+        if getattr(self, "editable_mode", False):
+            return
+        mim = osp.join(self.build_lib, "hamseg", ".mim")
+        os.makedirs(mim, exist_ok=True)
+        for name in MIM_FILES:
+            src, dst = osp.join(HERE, name), osp.join(mim, name)
+            if osp.isdir(dst) and not osp.islink(dst):
+                shutil.rmtree(dst)
+            elif osp.lexists(dst):
+                os.remove(dst)
+            if osp.isdir(src):
+                shutil.copytree(src, dst, ignore=_ignore_non_configs)
+            else:
+                shutil.copyfile(src, dst)
+
+    def _mim_outputs(self) -> list:
+        out = []
+        for name in MIM_FILES:
+            src = osp.join(HERE, name)
+            if osp.isfile(src):
+                out.append(osp.join(self.build_lib, "hamseg", ".mim", name))
+                continue
+            for root, dirs, files in os.walk(src):
+                dirs[:] = [d for d in dirs if d != "__pycache__"]
+                rel = osp.relpath(root, HERE)
+                out += [
+                    osp.join(self.build_lib, "hamseg", ".mim", rel, f)
+                    for f in files
+                    if f.endswith(MIM_CONFIG_SUFFIXES)
+                ]
+        return out
+
+    def get_outputs(self, include_bytecode: bool = True) -> list:
+        outputs = super().get_outputs(include_bytecode)
+        if getattr(self, "editable_mode", False):
+            return outputs
+        return outputs + self._mim_outputs()
+
 
 setup(
     name="hamseg",
-    version="0.1.0",
+    version=read_version(),
     description="Hamburger matrix-decomposition context modules for mmsegmentation 1.x",
-    long_description=open("README.md", encoding="utf-8").read(),
+    long_description=open(osp.join(HERE, "README.md"), encoding="utf-8").read(),
     long_description_content_type="text/markdown",
+    license="Apache-2.0",
     python_requires=">=3.9",
     packages=find_packages(include=["hamseg", "hamseg.*"]),
-    # mmcv is deliberately not required here: requirements.txt brings mmcv-lite, and a user with a
-    # compiled mmcv keeps it (README, "Keeping a compiled mmcv").
-    install_requires=["torch>=2.6", "mmengine==0.10.7", "mmsegmentation==1.2.2"],
-    license="Apache-2.0",
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS_REQUIRE,
+    cmdclass={"build_py": BuildPyWithConfigs},
+    zip_safe=False,
 )

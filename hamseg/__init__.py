@@ -1,12 +1,13 @@
 """hamseg: the Hamburger global-context module (ICLR 2021) as an mmsegmentation 1.x plugin.
 
 ``import hamseg`` first adapts the installed stack (:mod:`hamseg.compat`), then registers every
-model, dataset, transform, engine piece and metric hamseg defines into mmseg's registries.
+model, dataset, transform, engine piece and metric hamseg defines into mmseg's registries. On an
+mmcv-lite stack it must come before any ``import mmseg.apis`` / ``mmseg.models`` (README,
+"Python API and mmseg's tools").
 """
 
 from . import compat  # noqa: I001  (must run before anything imports mmseg)
 from . import datasets, engine, evaluation, models
-
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = ["compat", "datasets", "engine", "evaluation", "models", "__version__"]

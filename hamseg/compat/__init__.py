@@ -3,14 +3,17 @@
 Importing this package (``import hamseg`` does it first) applies every fix that the environment
 needs and nothing else:
 
+0. No mmcv at all: one ``ImportError`` line saying what to install (:func:`require_mmcv`).
 1. ``mmcv.ops`` without compiled mmcv: pure-PyTorch ``point_sample`` and ``sigmoid_focal_loss``,
    a clear error for any other op (:mod:`hamseg.compat.mmcv_ops`). Skipped when ``mmcv._ext``
    exists.
 2. torch >= 2.6 ``weights_only`` loading of mmengine checkpoints: allow-list exactly the types
    mmengine writes, keep ``weights_only=True`` on every mmengine load and refuse a checkpoint
    with pickled callables with a clear message (:mod:`hamseg.compat.checkpoint`).
-3. ``mmseg::`` config paths without ``pkg_resources`` (:mod:`hamseg.compat.package_lookup`).
-   Skipped when ``pkg_resources`` imports.
+3. Config paths (:mod:`hamseg.compat.package_lookup`): ``mmseg::`` without ``pkg_resources``
+   (skipped when ``pkg_resources`` imports), and ``hamseg::`` in ``_base_``,
+   ``Config.fromfile`` and ``mmengine.hub.get_config`` (hamseg's configs ship in the package,
+   ``hamseg/.mim/configs``, as mmseg's do; mmengine's scope for them is mmseg's).
 4. CPU multi-process training: :func:`setup_cpu_distributed`, called by tools/train.py and
    tools/test.py (:mod:`hamseg.compat.distributed`); its DDP wrapper swaps torch's SyncBN for
    the gloo-capable ``HamSyncBN``.
@@ -20,10 +23,15 @@ needs and nothing else:
    skips incomplete files (:mod:`hamseg.compat.atomic_checkpoint`).
 """
 
-from . import checkpoint, mmcv_ops, package_lookup
+from .mmcv_check import require_mmcv  # noqa: I001  (before anything imports mmcv)
+
+require_mmcv()
+
+from . import checkpoint, mmcv_ops, package_lookup  # noqa: E402
 
 MMCV_OPS_REPLACED: bool = mmcv_ops.install()
 PKG_RESOURCES_REPLACED: bool = package_lookup.install()
+package_lookup.register_hamseg()
 checkpoint.install()
 from . import atomic_checkpoint  # noqa: E402
 
@@ -35,6 +43,7 @@ from .distributed import setup_cpu_distributed  # noqa: E402
 __all__ = [
     "MMCV_OPS_REPLACED",
     "PKG_RESOURCES_REPLACED",
+    "require_mmcv",
     "CPUAmpOptimWrapper",
     "setup_cpu_distributed",
 ]

@@ -1,0 +1,131 @@
+"""Minimal fixes for bugs of mmseg 1.2.2's own tool scripts, applied only while one of them runs.
+
+``python tools/mmseg_tool.py TOOL ...`` (:mod:`hamseg.utils.mmseg_tools`) runs mmseg's scripts
+unchanged; these context managers patch, for the duration of the run, exactly the call that each
+script gets wrong on this stack, and restore it afterwards:
+
+- ``analysis_tools/get_flops.py`` passes both ``input_shape`` and ``inputs`` to mmengine's
+  ``get_model_complexity_info``, which mmengine 0.10.7 refuses ("input_shape" and "inputs" cannot
+  be both set). As upstream mmseg later does, ``inputs`` (the preprocessed random image) is used.
+- ``analysis_tools/browse_dataset.py`` hands the visualizer a non-contiguous view of the image
+  (a permuted tensor with its channels reversed); with class names drawn (the default),
+  OpenCV refuses to draw into the ``np.zeros_like`` copy ("Layout of the output array img is
+  incompatible with cv::Mat"). The image is made contiguous first.
+- ``analysis_tools/benchmark.py`` averages the speed of test images 6 to 200 and prints ``nan``
+  when the test set has fewer than 200 (the demo's has 100). The test loader is repeated until the
+  script stops at 200.
+- ``misc/publish_model.py`` renames its output with ``subprocess.Popen(['mv', ...])`` and exits
+  without waiting, so the published file may not exist yet when the command returns. Started
+  processes are waited for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+from collections.abc import Iterator
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["FIXES", "RepeatedLoader", "tool_fixes"]
+
+
+@contextlib.contextmanager
+def _patched(owner: Any, name: str, value: Any) -> Iterator[None]:
+    """Set ``owner.name = value`` (a class's own attribute or a module's) and restore it."""
+    original = vars(owner)[name]  # the raw attribute: keeps a staticmethod a staticmethod
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+def _get_flops_inputs_only() -> contextlib.AbstractContextManager:
+    import mmengine.analysis as analysis
+
+    count = analysis.get_model_complexity_info
+
+    def get_model_complexity_info(model, input_shape=None, inputs=None, **kwargs):
+        if inputs is not None:
+            input_shape = None  # get_flops.py sets both; inputs is what it means
+        return count(model, input_shape=input_shape, inputs=inputs, **kwargs)
+
+    return _patched(analysis, "get_model_complexity_info", get_model_complexity_info)
+
+
+def _contiguous_images_for_the_visualizer() -> contextlib.AbstractContextManager:
+    from mmseg.visualization import SegLocalVisualizer
+
+    add = SegLocalVisualizer.add_datasample
+
+    def add_datasample(self, name, image, *args, **kwargs):
+        return add(self, name, np.ascontiguousarray(image), *args, **kwargs)
+
+    return _patched(SegLocalVisualizer, "add_datasample", add_datasample)
+
+
+class RepeatedLoader:
+    """Iterate over ``loader`` again and again (an empty one: not at all)."""
+
+    def __init__(self, loader: Any) -> None:
+        self.loader = loader
+
+    def __iter__(self) -> Iterator[Any]:
+        while True:
+            empty = True
+            for batch in self.loader:
+                empty = False
+                yield batch
+            if empty:
+                return
+
+    def __getattr__(self, name: str) -> Any:  # dataset, batch_size, ... of the wrapped loader
+        return getattr(self.loader, name)
+
+
+def _repeated_test_loader() -> contextlib.AbstractContextManager:
+    from mmengine.runner import Runner
+
+    build = Runner.build_dataloader
+
+    def build_dataloader(*args, **kwargs):
+        return RepeatedLoader(build(*args, **kwargs))
+
+    return _patched(Runner, "build_dataloader", staticmethod(build_dataloader))
+
+
+@contextlib.contextmanager
+def _wait_for_started_processes() -> Iterator[None]:
+    started: list[subprocess.Popen] = []
+
+    class Popen(subprocess.Popen):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    try:
+        with _patched(subprocess, "Popen", Popen):
+            yield
+    finally:
+        for process in started:
+            process.wait()
+
+
+#: Script (relative to mmseg's tools folder) -> the fixes applied while it runs.
+FIXES: dict[str, tuple[Callable[[], contextlib.AbstractContextManager], ...]] = {
+    "analysis_tools/get_flops.py": (_get_flops_inputs_only,),
+    "analysis_tools/browse_dataset.py": (_contiguous_images_for_the_visualizer,),
+    "analysis_tools/benchmark.py": (_repeated_test_loader,),
+    "misc/publish_model.py": (_wait_for_started_processes,),
+}
+
+
+@contextlib.contextmanager
+def tool_fixes(script: str) -> Iterator[None]:
+    """Apply the fixes for ``script`` (relative to mmseg's tools folder) inside the block."""
+    with contextlib.ExitStack() as stack:
+        for fix in FIXES.get(script, ()):
+            stack.enter_context(fix())
+        yield

@@ -1,0 +1,174 @@
+"""Run mmseg 1.2.2's own tool scripts on hamseg configs: ``python tools/mmseg_tool.py TOOL ARGS``.
+
+mmseg's tools (``mmseg/.mim/tools/...``) import ``mmseg.apis`` / ``mmseg.models`` first thing. On
+an mmcv-lite stack that fails ("No module named 'mmcv._ext'") unless hamseg has adapted the stack,
+and a config's ``custom_imports`` cannot help: the failure comes before any config is read. This
+front end imports hamseg (which also registers hamseg's modules), checks the inputs that mmseg's
+scripts would otherwise mishandle, applies the minimal fixes for bugs of the scripts themselves
+(:mod:`hamseg.compat.mmseg_tool_fixes`) and runs the script with :mod:`runpy`, ``sys.argv`` set as
+if it had been started directly. Everything after TOOL is the script's own command line.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import os.path as osp
+import runpy
+import sys
+from typing import Optional
+
+import hamseg  # noqa: F401  (adapts the stack before mmseg's scripts import mmseg)
+from hamseg.compat.checkpoint import load_checkpoint_file
+from hamseg.compat.mmseg_tool_fixes import tool_fixes
+from hamseg.utils.cli import CLIError, require_file, run_cli
+
+__all__ = ["TOOLS", "check_inputs", "main", "mmseg_tools_dir", "resolve_tool", "run_tool"]
+
+#: Short names of mmseg 1.2.2's tool scripts (paths relative to mmseg's tools folder). Any other
+#: script there runs by its relative path, e.g. ``model_converters/swin2mmseg``.
+TOOLS: dict[str, str] = {
+    "get_flops": "analysis_tools/get_flops.py",
+    "benchmark": "analysis_tools/benchmark.py",
+    "browse_dataset": "analysis_tools/browse_dataset.py",
+    "confusion_matrix": "analysis_tools/confusion_matrix.py",
+    "analyze_logs": "analysis_tools/analyze_logs.py",
+    "print_config": "misc/print_config.py",
+    "publish_model": "misc/publish_model.py",
+}
+
+#: Scripts whose first positional argument is a config file.
+_CONFIG_FIRST = {
+    "analysis_tools/get_flops.py",
+    "analysis_tools/benchmark.py",
+    "analysis_tools/browse_dataset.py",
+    "analysis_tools/confusion_matrix.py",
+    "misc/browse_dataset.py",
+    "misc/print_config.py",
+}
+
+
+def mmseg_tools_dir() -> str:
+    """mmseg's tools folder: ``mmseg/.mim/tools`` when installed, ``tools/`` in a checkout."""
+    import mmseg
+
+    package = osp.dirname(osp.abspath(mmseg.__file__))
+    for folder in (osp.join(package, ".mim", "tools"), osp.join(osp.dirname(package), "tools")):
+        if osp.isdir(folder):
+            return folder
+    raise CLIError(f"mmseg's tools are not installed next to {package} (no .mim/tools)")
+
+
+def resolve_tool(name: str) -> tuple[str, str]:
+    """Path of the script for a short name or a path under mmseg's tools folder.
+
+    Returns:
+        (absolute path, path relative to the tools folder, with '/' separators).
+    """
+    rel = TOOLS.get(name) or (name if name.endswith(".py") else name + ".py")
+    root = mmseg_tools_dir()
+    path = osp.normpath(osp.join(root, rel))
+    if not path.startswith(root + os.sep) or not osp.isfile(path):
+        raise CLIError(
+            f"unknown mmseg tool {name!r}: use one of {', '.join(TOOLS)} or a script path "
+            f"under {root} (e.g. analysis_tools/visualization_cam)"
+        )
+    return path, osp.relpath(path, root).replace(os.sep, "/")
+
+
+def _positionals(argv: list[str]) -> list[str]:
+    """Leading arguments before the first option (the usual way to call mmseg's tools)."""
+    out = []
+    for arg in argv:
+        if arg.startswith("-"):
+            break
+        out.append(arg)
+    return out
+
+
+def _check_publish_name(out_file: str) -> None:
+    # publish_model.py names its result out_file.rstrip('.pth') + '-<sha>.pth': rstrip removes
+    # any trailing '.', 'p', 't', 'h', so 'hamnet.pth' would become 'hamne-<sha>.pth'.
+    stem = out_file[:-4] if out_file.endswith(".pth") else None
+    if stem is None or not stem or stem != out_file.rstrip(".pth"):
+        good = (stem or osp.splitext(out_file)[0] or "model") + "_pub.pth"
+        raise CLIError(
+            f"publish_model: OUT_FILE {out_file!r} must end in '.pth' and its name must not end "
+            f"in '.', 'p', 't' or 'h' (mmseg 1.2.2 strips those characters); e.g. {good}"
+        )
+
+
+def _check_plot_packages() -> None:
+    missing = [m for m in ("seaborn", "pandas") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise CLIError(
+            f"analyze_logs needs {' and '.join(missing)}: pip install 'hamseg[plots]' "
+            "(or pip install seaborn pandas)"
+        )
+
+
+def check_inputs(script: str, argv: list[str]) -> None:
+    """Refuse, with one line, inputs that mmseg's script would mishandle.
+
+    Args:
+        script: Path relative to mmseg's tools folder (:func:`resolve_tool`'s second value).
+        argv: The script's command line.
+
+    Raises:
+        CLIError: A missing config or checkpoint (benchmark.py would silently time an untrained
+            model), a publish_model output name that mmseg 1.2.2 would mangle, or analyze_logs
+            without seaborn/pandas.
+        UnsafeCheckpointError: publish_model's checkpoint holds pickled objects besides weights.
+    """
+    args = _positionals(argv)
+    if script in _CONFIG_FIRST and args:
+        require_file(args[0], "config file")
+    if script == "analysis_tools/benchmark.py" and len(args) > 1:
+        require_file(args[1], "checkpoint")
+    if script == "misc/publish_model.py" and args:
+        if len(args) > 1:
+            _check_publish_name(args[1])
+        # publish_model.py's bare torch.load would fail with torch's long UnpicklingError on a
+        # checkpoint that is not weights only; hamseg's loader refuses it in one line instead.
+        load_checkpoint_file(require_file(args[0], "checkpoint"))
+    if script == "analysis_tools/analyze_logs.py":
+        _check_plot_packages()
+
+
+def run_tool(name: str, argv: list[str]) -> None:
+    """Run mmseg's tool ``name`` with the command line ``argv``, on the adapted stack."""
+    path, script = resolve_tool(name)
+    check_inputs(script, argv)
+    saved = sys.argv
+    sys.argv = [path, *argv]
+    try:
+        with tool_fixes(script):
+            runpy.run_path(path, run_name="__main__")
+    finally:
+        sys.argv = saved
+
+
+def usage() -> str:
+    """The front end's help text: the short names and what they run."""
+    lines = [
+        "usage: python tools/mmseg_tool.py TOOL [ARGS ...]   (ARGS: the mmseg script's own;"
+        " TOOL --help shows them)",
+        "",
+        "mmseg 1.2.2's tool scripts on hamseg configs and checkpoints:",
+    ]
+    lines += [f"  {name:<17} {rel}" for name, rel in TOOLS.items()]
+    lines.append("  or any script under mmseg's tools folder by its path (model_converters/...)")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """Command-line entry: ``TOOL [ARGS ...]``; no TOOL or ``-h`` prints the tool list."""
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return
+    run_cli(lambda: run_tool(argv[0], argv[1:]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""The model index: model-index.yml, a metafile and a README per config folder (mmseg's layout).
+
+Names resolve to configs through mmengine's own metafile reader (what ``MMSegInferencer(name)``
+uses); the numbers agree with the paper tables in docs/recipes.md and the measured demo table in
+docs/demo_results.md, and every README results table agrees with its metafile.
+"""
+
+from __future__ import annotations
+
+import glob
+import os.path as osp
+import re
+
+import pytest
+import yaml
+
+import hamseg  # noqa: F401  (before mmseg)
+from tests.conftest import REPO
+
+FOLDERS = ("hamnet", "demo")
+
+
+def load_yaml(*parts: str):
+    with open(osp.join(REPO, *parts), encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def models() -> list[dict]:
+    from mmengine.infer import BaseInferencer
+
+    return list(BaseInferencer._get_models_from_metafile(REPO))
+
+
+def table_rows(path: str) -> list[list[str]]:
+    """Cells of every markdown table row in ``path``."""
+    with open(path, encoding="utf-8") as f:
+        lines = [ln.strip() for ln in f if ln.strip().startswith("|")]
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines]
+
+
+def test_index_imports_one_metafile_per_config_folder():
+    assert load_yaml("model-index.yml")["Import"] == [f"configs/{f}/metafile.yaml" for f in FOLDERS]
+    for folder in FOLDERS:
+        (collection,) = load_yaml("configs", folder, "metafile.yaml")["Collections"]
+        assert collection["README"] == f"configs/{folder}/README.md"
+        assert osp.isfile(osp.join(REPO, collection["README"]))
+
+
+def test_names_are_unique_and_resolve_to_configs_that_load():
+    from mmengine.config import Config
+
+    names = [n for m in models() for n in [m["Name"], *([m["Alias"]] if "Alias" in m else [])]]
+    assert len(names) == len(set(n.lower() for n in names))
+    for model in models():
+        cfg = Config.fromfile(osp.join(REPO, model["Config"]))
+        assert "decode_head" in cfg.model, model["Name"]
+
+
+def test_every_leaf_config_has_an_entry():
+    listed = {m["Config"] for m in models()}
+    for folder in FOLDERS:
+        leaves = glob.glob(osp.join(REPO, "configs", folder, "**", "*.py"), recursive=True)
+        for path in leaves:
+            rel = osp.relpath(path, REPO).replace(osp.sep, "/")
+            if "/_base_/" not in rel:
+                assert rel in listed, f"{rel}: add it to configs/{folder}/metafile.yaml"
+
+
+def test_short_names_are_aliases_of_their_twins():
+    aliases = {m["Alias"]: m["Config"] for m in models() if m.get("Alias", "").startswith("ham_")}
+    assert sorted(aliases) == sorted(
+        osp.basename(p)[:-3] for p in glob.glob(osp.join(REPO, "configs", "ham_*.py"))
+    )
+    for short, long in aliases.items():
+        with open(osp.join(REPO, "configs", short + ".py"), encoding="utf-8") as f:
+            assert f'_base_ = ["./{long[len("configs/") :]}"]' in f.read(), short
+
+
+def test_weights_are_where_training_writes_them():
+    from mmengine.config import Config
+
+    for model in models():
+        weights, cfg = model["Weights"], Config.fromfile(osp.join(REPO, model["Config"]))
+        if weights.startswith("data/pretrained/"):  # the converted release (docs/recipes.md)
+            continue
+        stem = osp.splitext(osp.basename(model["Config"]))[0]
+        folder = {"demo": "work_dirs/demo/", "ablations": "work_dirs/ablations/"}.get(
+            model["Config"].split("/")[-2], "work_dirs/"
+        )
+        if folder == "work_dirs/ablations/":
+            stem = model["Name"].removeprefix("hamnet-ablation_")
+        assert weights == f"{folder}{stem}/iter_{cfg.train_cfg.max_iters}.pth", model["Name"]
+
+
+def test_demo_numbers_are_the_measured_ones():
+    from mmengine.config import Config
+
+    measured = {}
+    for cells in table_rows(osp.join(REPO, "docs", "demo_results.md")):
+        hit = re.fullmatch(r"\*\*([\d.]+)\*\* ± ([\d.]+)", cells[1]) if len(cells) > 1 else None
+        if hit:
+            measured[cells[0]] = (float(hit.group(1)), float(hit.group(2)))
+    seen = 0
+    for model in models():
+        if not model["Config"].startswith("configs/demo/"):
+            continue
+        name = Config.fromfile(osp.join(REPO, model["Config"])).get("demo_name")
+        if name in measured:
+            seen += 1
+            metrics = model["Results"]["Metrics"]
+            assert (metrics["mIoU"], metrics["mIoU std (3 seeds)"]) == measured[name], name
+        else:
+            assert "Results" not in model, f"{model['Name']}: no measured number in the docs"
+    assert seen == len(measured) == 5
+
+
+def test_ablation_numbers_are_the_papers():
+    paper = {}
+    for cells in table_rows(osp.join(REPO, "docs", "recipes.md")):
+        hit = re.match(r"([\d.]+)\(([\d.]+)\)", cells[-1])
+        if cells[0].startswith("`") and cells[0].endswith(".py`") and hit:
+            paper[cells[0].strip("`")] = (float(hit.group(1)), float(hit.group(2)))
+    ablations = [m for m in models() if "/ablations/" in m["Config"]]
+    assert len(ablations) >= 17
+    for model in ablations:
+        metrics = model["Results"]["Metrics"]
+        got = (metrics["mIoU(best of 5)"], metrics["mIoU(mean of 5)"])
+        assert got == paper[osp.basename(model["Config"])], model["Name"]
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_readme_tables_agree_with_the_metafile(folder):
+    rows = table_rows(osp.join(REPO, "configs", folder, "README.md"))
+    for model in load_yaml("configs", folder, "metafile.yaml")["Models"]:
+        if "Results" not in model:
+            continue
+        target = model["Config"][len(f"configs/{folder}/") :]
+        (row,) = [r for r in rows if any(f"]({target})" in c for c in r)]
+        for metric, value in model["Results"]["Metrics"].items():
+            assert str(value) in row, (model["Name"], metric, row)
+        if not target.startswith("ablations/"):  # those give the weights pattern once
+            assert any(model["Weights"] in c for c in row), (model["Name"], row)

@@ -1,0 +1,124 @@
+"""A built hamseg, installed without the repository, serves its configs: ``hamseg::`` works.
+
+Offline, as ``python -m build`` would: the sdist from setuptools' PEP 517 hook, then the wheel
+from that sdist with ``pip wheel --no-build-isolation``, installed with ``pip install --target``
+into a fresh folder that is then the only hamseg on the path.
+"""
+
+from __future__ import annotations
+
+import os
+import os.path as osp
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+
+import pytest
+import torch
+
+import hamseg
+from tests.conftest import REPO
+
+CONFIG = "demo/hamhead-nmf_r18-d8_context-shapes.py"
+SUFFIXES = (".py", ".yaml", ".yml", ".md")
+
+ONLY_THE_INSTALLED_COPY = """
+import sys
+import hamseg
+assert hamseg.__file__.startswith({target!r}), hamseg.__file__
+assert not any(p and {repo!r} in p for p in sys.path), sys.path
+from mmengine.config import Config
+from mmengine.hub import get_config
+print(Config.fromfile("hamseg::{config}").filename)
+print(get_config("hamseg::{config}", pretrained=True).model_path)
+"""
+
+#: A config inheriting ``base`` with 3 classes, built with seed 0 and run on a seeded input.
+FORWARD = """
+import torch
+import hamseg
+from mmengine.config import Config
+from mmengine.registry import init_default_scope
+from mmseg.registry import MODELS
+
+with open({mine!r}, "w") as f:
+    f.write("_base_ = {base!r}\\nmodel = dict(decode_head=dict(num_classes=3))\\n")
+init_default_scope("mmseg")
+torch.manual_seed(0)
+model = MODELS.build(Config.fromfile({mine!r}).model).eval()
+torch.manual_seed(1)
+with torch.no_grad():
+    torch.save(model(torch.rand(1, 3, 33, 41), mode="tensor"), {out!r})
+"""
+
+
+def run(args: list[str], **kwargs) -> subprocess.CompletedProcess:
+    result = subprocess.run(args, capture_output=True, text=True, timeout=900, **kwargs)
+    assert result.returncode == 0, (args, result.stdout[-2000:], result.stderr[-3000:])
+    return result
+
+
+def repo_configs() -> set[str]:
+    out = set()
+    for root, dirs, files in os.walk(osp.join(REPO, "configs")):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        rel = osp.relpath(root, REPO).replace(osp.sep, "/")
+        out |= {f"{rel}/{f}" for f in files if f.endswith(SUFFIXES)}
+    return out
+
+
+@pytest.mark.slow
+def test_built_wheel_serves_hamseg_configs_without_the_repository(tmp_path):
+    src, dist, target, cwd = (tmp_path / d for d in ("src", "dist", "target", "run"))
+    skip = ("*.egg-info", "__pycache__", "build", "dist", "work_dirs", "data", ".git", ".venv")
+    shutil.copytree(REPO, src, symlinks=True, ignore=shutil.ignore_patterns(*skip))
+    hook = (  # the PEP 517 hook pip uses for a setup.py project (no [build-system])
+        "import sys; from setuptools.build_meta import __legacy__ as b;"
+        "print(b.build_sdist(sys.argv[1]))"
+    )
+    sdist = dist / run([sys.executable, "-c", hook, str(dist)], cwd=src).stdout.split()[-1]
+    pip = [sys.executable, "-m", "pip"]
+    run(
+        [
+            *pip,
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-cache-dir",
+            "-w",
+            str(dist),
+            str(sdist),
+        ]
+    )
+    (wheel,) = dist.glob("hamseg-*.whl")
+    run([*pip, "install", "--no-deps", "--no-compile", "--target", str(target), str(wheel)])
+
+    # the sdist carries the source of truth, the wheel the copies in hamseg/.mim
+    with tarfile.open(sdist) as tar:
+        members = {m.name.split("/", 1)[1] for m in tar.getmembers() if "/" in m.name}
+    assert repo_configs() | {"LICENSE", "model-index.yml", "setup.py"} <= members
+    assert not any(m.startswith("hamseg/.mim") for m in members)
+    with zipfile.ZipFile(wheel) as whl:
+        listed = set(whl.namelist())
+    packaged = {"hamseg/.mim/" + c for c in repo_configs()} | {"hamseg/.mim/model-index.yml"}
+    assert packaged <= listed
+    assert f"hamseg-{hamseg.__version__}.dist-info/licenses/LICENSE" in listed
+    mim = target / "hamseg" / ".mim" / "configs"
+    assert mim.is_dir() and not mim.is_symlink()
+
+    # from a folder outside the repository, with only the installed copy on the path
+    cwd.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(target), OMP_NUM_THREADS="1")
+    code = ONLY_THE_INSTALLED_COPY.format(target=str(target), repo=REPO, config=CONFIG)
+    installed = FORWARD.format(mine="mine.py", base=f"hamseg::{CONFIG}", out="out.pt")
+    lines = run([sys.executable, "-c", code + installed], cwd=cwd, env=env).stdout.splitlines()
+    assert lines[-2] == str(mim / CONFIG)
+    assert lines[-1] == "work_dirs/demo/hamhead-nmf_r18-d8_context-shapes/iter_500.pth"
+
+    # the same forward from the checkout's config, here
+    mine, reference = str(tmp_path / "checkout.py"), str(tmp_path / "reference.pt")
+    exec(FORWARD.format(mine=mine, base=osp.join(REPO, "configs", CONFIG), out=reference), {})
+    got, expected = (torch.load(p, weights_only=True) for p in (cwd / "out.pt", reference))
+    assert got.shape == (1, 3, 5, 6) and torch.allclose(got, expected, atol=1e-6)
