@@ -1,7 +1,7 @@
 """Test (and evaluate) a segmentor with hamseg: mmseg 1.x's command line.
 
 Examples:
-    python tools/test.py configs/ham_voc.py work_dirs/ham_voc/iter_60000.pth
+    python tools/test.py configs/ham_voc.py WORK_DIR/iter_60000.pth   # WORK_DIR: the config's
     python tools/test.py configs/ham_voc.py ckpt.pth --tta            # multi-scale + flip
     python tools/test.py configs/ham_voc.py ckpt.pth --show-dir vis   # painted predictions
 """

@@ -8,7 +8,7 @@ the random state for an exact resume. See docs/robustness.md.
 Examples:
     python tools/train.py configs/ham_voc.py
     python tools/train.py configs/ham_voc.py --resume            # latest checkpoint in work_dir
-    python tools/train.py configs/ham_voc.py --resume work_dirs/ham_voc/iter_4000.pth
+    python tools/train.py configs/ham_voc.py --resume WORK_DIR/iter_4000.pth
     torchrun --nproc_per_node 8 tools/train.py configs/ham_voc.py --launcher pytorch
 """
 

@@ -21,9 +21,9 @@ train_dataloader = dict(
         pipeline={{_base_.train_pipeline}},
     )
 )
-# Stage 1's final weights, in the work_dir that tools/train.py gives stage 1's long-named config by
-# default. Only then: after `--work-dir DIR` (or with configs/ham_voc.py, whose default work dir is
-# work_dirs/ham_voc) pass `--cfg-options load_from=DIR/iter_60000.pth`.
+# Stage 1's final weights, in stage 1's default work dir (the same for its long name and for
+# configs/ham_voc.py). Only after `--work-dir DIR` in stage 1: pass
+# `--cfg-options load_from=DIR/iter_60000.pth`.
 load_from = "work_dirs/hamnet_r101-d8_8xb2-60k_voc12aug-513x513/iter_60000.pth"
 tta_model = dict(type="HamSegTTAModel", merge="logits_sum", pad_stride=8)
 # Seed 66 as the release, offset by the rank (mmengine: seed + rank) so that every GPU draws its

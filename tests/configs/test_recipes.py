@@ -6,6 +6,7 @@ do another (norm layers, dilations, stem, parameter groups), from the built mode
 
 import hamseg  # noqa: F401, I001  (patches the stack before anything imports mmseg)
 
+import glob
 import os
 import os.path as osp
 
@@ -189,7 +190,9 @@ def test_voc_stage2_recipe():
     check_data(cfg)
     check_schedule(cfg, lr=0.0009, iters=20000)
     check_norms(cfg)
-    assert cfg.load_from == "work_dirs/ham_voc/iter_60000.pth"
+    stage1 = "work_dirs/hamnet_r101-d8_8xb2-60k_voc12aug-513x513"
+    assert cfg.load_from == f"{stage1}/iter_60000.pth"  # where stage 1 writes, by either name
+    assert load("configs", "ham_voc.py").work_dir == stage1
     assert cfg.model.backbone.init_cfg is None
     data = cfg.train_dataloader.dataset
     assert (data.type, data.ann_file, data.data_prefix.seg_map_path) == (
@@ -219,24 +222,31 @@ def test_context_recipes(voc, name, classes, dataset):
     assert cfg.val_dataloader.dataset.ann_file == "ImageSets/SegmentationContext/val.txt"
 
 
+SHORT_NAMES = {
+    "ham_voc.py": "hamnet_r101-d8_8xb2-60k_voc12aug-513x513.py",
+    "ham_voc_trainval.py": "hamnet_r101-d8_8xb2-20k_voc12trainval-513x513.py",
+    "ham_voc_test.py": "hamnet_r101-d8_8xb2-20k_voc12trainval-513x513_voc12test.py",
+    "ham_context.py": "hamnet_r101-d8_8xb2-25k_pascal-context-513x513.py",
+    "ham_context_59.py": "hamnet_r101-d8_8xb2-25k_pascal-context-59-513x513.py",
+    "ham_voc_v1c.py": "hamnet_r101-d8-v1c_8xb2-60k_voc12aug-513x513.py",
+}
+
+
 def test_long_and_short_names_agree():
-    pairs = {
-        "ham_voc.py": "hamnet_r101-d8_8xb2-60k_voc12aug-513x513.py",
-        "ham_context.py": "hamnet_r101-d8_8xb2-25k_pascal-context-513x513.py",
-        "ham_context_59.py": "hamnet_r101-d8_8xb2-25k_pascal-context-59-513x513.py",
-        "ham_voc_v1c.py": "hamnet_r101-d8-v1c_8xb2-60k_voc12aug-513x513.py",
-    }
-    for short, long in pairs.items():
+    assert sorted(SHORT_NAMES) == sorted(
+        osp.basename(p) for p in glob.glob(osp.join(REPO, "configs", "ham_*.py"))
+    )
+    for short, long in SHORT_NAMES.items():
         a, b = load("configs", short).to_dict(), load("configs", "hamnet", long).to_dict()
-        a.pop("work_dir", None)  # a short name may name the long name's run folder
-        assert a == b
+        assert a.pop("work_dir") == f"work_dirs/{long[:-3]}", short  # the twin's run folder
+        assert a == b, short
 
 
-def test_ham_voc_writes_to_its_twins_work_dir():
+def test_short_names_write_to_their_twins_work_dir():
     """tools/train.py with either name writes (and --resume reads) one folder."""
-    long = "hamnet_r101-d8_8xb2-60k_voc12aug-513x513"
-    assert load("configs", "hamnet", long + ".py").get("work_dir") is None  # default: its name
-    assert load("configs", "ham_voc.py").work_dir == f"work_dirs/{long}"
+    for short, long in SHORT_NAMES.items():
+        assert load("configs", "hamnet", long).get("work_dir") is None  # default: its name
+        assert load("configs", short).work_dir == f"work_dirs/{long[:-3]}"
 
 
 def test_v1c_variant_only_changes_the_backbone_weights(voc):
