@@ -18,6 +18,7 @@ import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mm
 from mmengine.config import DictAction  # noqa: E402
 from mmengine.runner import Runner  # noqa: E402
 
+from hamseg.apis.checkpoint import check_checkpoint_file  # noqa: E402
 from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
 from hamseg.utils import CLIError, build_config, run_cli  # noqa: E402
 from hamseg.utils.cli import LAUNCHERS, require_file  # noqa: E402
@@ -50,7 +51,8 @@ def main() -> None:
         hook = cfg.default_hooks.get("visualization")
         if hook is None:
             raise CLIError("--show/--show-dir need default_hooks.visualization in the config")
-        hook.update(draw=True)
+        hook.update(draw=True, interval=1)  # every image, not every 10th
+        cfg.visualizer.setdefault("alpha", 0.5)  # the image shows through every class colour
         if args.show:
             hook.update(show=True, wait_time=args.wait_time)
         if args.show_dir:
@@ -65,7 +67,9 @@ def main() -> None:
         cfg.test_evaluator["output_dir"] = args.out
         cfg.test_evaluator["keep_results"] = True
     check_dataset_paths(cfg, splits=("test",))
-    Runner.from_cfg(cfg).test()
+    runner = Runner.from_cfg(cfg)
+    check_checkpoint_file(runner.model, checkpoint)  # strict: another class count stops here
+    runner.test()
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
 from hamseg.engine import add_guard_hooks  # noqa: E402
 from hamseg.utils import build_config, run_cli  # noqa: E402
 from hamseg.utils.cli import LAUNCHERS, enable_amp  # noqa: E402
-from hamseg.utils.resume import apply_resume  # noqa: E402
+from hamseg.utils.resume import apply_resume, report_load_from  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -67,6 +67,7 @@ def main() -> None:
         print_log(f"Guard hooks added: {', '.join(added)}", "current")
     check_dataset_paths(cfg, splits=("train", "val"))
     runner = Runner.from_cfg(cfg) if "runner_type" not in cfg else RUNNERS.build(cfg)
+    report_load_from(runner, cfg)  # fine-tuning: which tensors keep their init, in one line
     runner.train()
 
 

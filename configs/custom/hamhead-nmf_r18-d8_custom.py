@@ -1,31 +1,67 @@
-# Fine-tune the demo HamHead on your own dataset: edit the lines marked EDIT (docs/custom_dataset.md).
-# Folder layout (mmseg's): <data_root>/img_dir/{train,val}/*<img_suffix> and
-# <data_root>/ann_dir/{train,val}/*.png, one PNG label map per image with values 0..K-1 (255 = ignore).
+# Fine-tune the demo HamHead on your own dataset: copy this file, edit the lines marked EDIT
+# (docs/custom_dataset.md). Change crop size, schedule or class count in a child config that
+# inherits your copy (examples: the *_custom-*.py files next to this one), never by pasting a
+# whole dataloader.
+# Folder layout (mmseg's): <data_root>/<img_dir>/{train,val}/NAME<img_suffix> and
+# <data_root>/<ann_dir>/{train,val}/NAME<seg_map_suffix>, one label map per image with values
+# 0..K-1 (255 = ignore). Check the data first: python tools/validate_dataset.py THIS_CONFIG
 _base_ = ["../demo/hamhead-nmf_r18-d8_context-shapes.py"]
 
-data_root = "data/my_dataset"  # EDIT
+data_root = "data/my_dataset"  # EDIT (or --cfg-options data_root=PATH: moves every split)
 classes = ("background", "cat", "dog")  # EDIT: index i = label value i
 palette = [[0, 0, 0], [220, 40, 40], [40, 90, 220]]  # EDIT: one RGB colour per class
 img_suffix = ".jpg"  # EDIT: suffix of your images
+seg_map_suffix = ".png"  # EDIT: suffix of your label maps, e.g. "_mask.png"
+img_dir, ann_dir = "img_dir", "ann_dir"  # EDIT: folder names of images and label maps
+reduce_zero_label = False  # EDIT: True if 0 means "unlabelled" and classes start at 1
 # EDIT: checkpoint to start from. A head whose class count differs is re-initialised: its
-# classifier (decode_head.conv_seg) keeps its fresh init, every other weight is loaded.
+# classifier (decode_head.conv_seg) keeps its fresh init, every other weight is loaded
+# (tools/train.py says so in one line).
 load_from = "work_dirs/demo/hamhead-nmf_r18-d8_context-shapes/iter_500.pth"
 
-model = dict(decode_head=dict(num_classes=len(classes)))
+num_classes = len(classes)
+model = dict(decode_head=dict(num_classes=num_classes))
+# Checked loaders: a label outside [0, num_classes) other than 255, a corrupt or missing file,
+# an image/label size mismatch stop with one line naming the file.
+load_image = dict(type="CheckedLoadImageFromFile")
+load_labels = dict(type="CheckedLoadAnnotations", num_classes=num_classes)
+train_pipeline = [
+    load_image,
+    load_labels,
+    dict(type="RandomFlip", prob=0.5, direction="horizontal"),
+    dict(type="PackSegInputs"),
+]
+test_pipeline = [load_image, load_labels, dict(type="PackSegInputs")]
+tta_pipeline = [  # tools/test.py --tta: scales 0.75, 1.0, 1.25 x {no flip, flip}
+    load_image,
+    dict(
+        type="TestTimeAug",
+        transforms=[
+            [dict(type="Resize", scale_factor=s, keep_ratio=True) for s in (0.75, 1.0, 1.25)],
+            [
+                dict(type="RandomFlip", prob=0.0, direction="horizontal"),
+                dict(type="RandomFlip", prob=1.0, direction="horizontal"),
+            ],
+            [load_labels],
+            [dict(type="PackSegInputs")],
+        ],
+    ),
+]
 _dataset = dict(
     _delete_=True,
     type="BaseSegDataset",
     data_root=data_root,
     metainfo=dict(classes=classes, palette=palette),
     img_suffix=img_suffix,
-    seg_map_suffix=".png",
-    reduce_zero_label=False,
+    seg_map_suffix=seg_map_suffix,
+    reduce_zero_label=reduce_zero_label,
 )
+# Split files instead of folders: add ann_file="splits/train.txt" (one name per line, no suffix).
 train_dataloader = dict(
     dataset=dict(
         **_dataset,
-        data_prefix=dict(img_path="img_dir/train", seg_map_path="ann_dir/train"),
-        pipeline={{_base_.train_pipeline}},
+        data_prefix=dict(img_path=f"{img_dir}/train", seg_map_path=f"{ann_dir}/train"),
+        pipeline=train_pipeline,
     )
 )
 # Images of different sizes cannot share an evaluation batch: validate one at a time.
@@ -33,9 +69,16 @@ val_dataloader = dict(
     batch_size=1,
     dataset=dict(
         **_dataset,
-        data_prefix=dict(img_path="img_dir/val", seg_map_path="ann_dir/val"),
-        pipeline={{_base_.test_pipeline}},
+        data_prefix=dict(img_path=f"{img_dir}/val", seg_map_path=f"{ann_dir}/val"),
+        pipeline=test_pipeline,
     ),
 )
 test_dataloader = val_dataloader
 optim_wrapper = dict(optimizer=dict(lr=5e-4))  # smaller than from scratch: we start trained
+# A schedule valid for any length: the warm-up and the poly decay both start at 0, so
+# `--cfg-options train_cfg.max_iters=N param_scheduler.1.end=N` works for every N >= 1.
+max_iters = 500
+param_scheduler = [
+    dict(type="LinearLR", start_factor=0.1, begin=0, end=20, by_epoch=False),
+    dict(type="PolyLR", eta_min=1e-5, power=0.9, begin=0, end=max_iters, by_epoch=False),
+]

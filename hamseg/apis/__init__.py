@@ -6,9 +6,11 @@ Every ``tools/`` script is a command-line front end over these (see each module)
 
 from .checkpoint import (
     CheckpointMismatchError,
+    check_checkpoint_file,
     check_state_dict,
     load_checkpoint_strict,
     load_state_dict_strict,
+    reinitialised_by_load_from,
 )
 from .images import IMAGE_EXTENSIONS, ImageDecodeError, collect_inputs, read_image_rgb
 from .inference import (
@@ -26,6 +28,7 @@ __all__ = [
     "CheckpointMismatchError",
     "ImageDecodeError",
     "InferenceReport",
+    "check_checkpoint_file",
     "check_state_dict",
     "class_info",
     "collect_inputs",
@@ -36,5 +39,6 @@ __all__ = [
     "output_name",
     "predict_label",
     "read_image_rgb",
+    "reinitialised_by_load_from",
     "segment_images",
 ]

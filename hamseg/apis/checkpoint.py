@@ -34,9 +34,11 @@ from hamseg.utils.cli import CLIError
 
 __all__ = [
     "CheckpointMismatchError",
+    "check_checkpoint_file",
     "check_state_dict",
     "load_checkpoint_strict",
     "load_state_dict_strict",
+    "reinitialised_by_load_from",
 ]
 
 #: A classifier's tensors: mmseg's decode and auxiliary heads name their last 1x1 conv conv_seg.
@@ -112,6 +114,62 @@ def check_state_dict(
     )
 
 
+def _unwrap(model: nn.Module) -> nn.Module:
+    """The segmentor inside a DDP (or other mmengine) wrapper or a TTA model, as mmengine's
+    loader does."""
+    while is_model_wrapper(model) or isinstance(model, BaseTTAModel):
+        model = model.module
+    return model
+
+
+def _state(checkpoint: Any, source: str) -> Mapping[str, Tensor]:
+    try:
+        return unwrap_state_dict(checkpoint)
+    except TypeError as err:
+        raise CheckpointMismatchError(f"checkpoint {source!r} holds no state dict: {err}") from None
+
+
+def check_checkpoint_file(model: nn.Module, filename: str) -> None:
+    """Check, without loading it, that the checkpoint file fits ``model`` exactly.
+
+    ``tools/test.py`` calls it before mmengine's runner loads the checkpoint (non-strictly),
+    so a checkpoint of another class count stops before any evaluation.
+
+    Raises:
+        CheckpointMismatchError: As :func:`check_state_dict`.
+    """
+    checkpoint = load_checkpoint_file(filename, map_location="cpu")
+    check_state_dict(_unwrap(model).state_dict(), _state(checkpoint, filename), filename)
+
+
+def reinitialised_by_load_from(model: nn.Module, filename: str) -> str | None:
+    """What fine-tuning from ``filename`` leaves at its fresh init, as one line (None: nothing).
+
+    mmengine loads ``load_from`` non-strictly: tensors whose shape differs (the classifier of
+    another class count) keep the model's init, which is what fine-tuning wants. This says so
+    in one line (``tools/train.py`` logs it before mmengine's multi-line size-mismatch report).
+    """
+    state = _state(load_checkpoint_file(filename, map_location="cpu"), filename)
+    own = _unwrap(model).state_dict()
+    changed = [k for k in own if k in state and state[k].shape != own[k].shape]
+    missing = [k for k in own if k not in state]
+    if not (changed or missing):
+        return None
+    parts = []
+    if changed:
+        parts.append(f"{_names(changed)} keep their fresh init (shape differs")
+        head = next((k for k in changed if _CLASSIFIER.search(k)), None)
+        if head is not None:
+            parts[-1] += (
+                f": the checkpoint has {state[head].shape[0]} classes, the config has "
+                f"{own[head].shape[0]}"
+            )
+        parts[-1] += ")"
+    if missing:
+        parts.append(f"{_names(missing)} are not in the checkpoint (fresh init)")
+    return f"load_from {filename!r}: " + "; ".join(parts) + "; every other tensor is loaded"
+
+
 def load_state_dict_strict(model: nn.Module, checkpoint: Any, source: str) -> None:
     """Check ``checkpoint`` against ``model`` with :func:`check_state_dict`, then load it.
 
@@ -125,12 +183,8 @@ def load_state_dict_strict(model: nn.Module, checkpoint: Any, source: str) -> No
     Raises:
         CheckpointMismatchError: If it holds no state dict or does not fit the model exactly.
     """
-    if is_model_wrapper(model) or isinstance(model, BaseTTAModel):  # as mmengine's loader
-        model = model.module
-    try:
-        state = unwrap_state_dict(checkpoint)
-    except TypeError as err:
-        raise CheckpointMismatchError(f"checkpoint {source!r} holds no state dict: {err}") from None
+    model = _unwrap(model)
+    state = _state(checkpoint, source)
     check_state_dict(model.state_dict(), state, source)
     model.load_state_dict(state, strict=True)
 

@@ -31,6 +31,7 @@ from mmengine import fileio
 from mmengine.config import Config
 
 __all__ = [
+    "ClassCountError",
     "DatasetNotFoundError",
     "InvalidSampleError",
     "DatasetReport",
@@ -41,6 +42,7 @@ __all__ = [
     "check_sample",
     "is_label_free",
     "label_problems",
+    "leaf_datasets",
     "prepare_hint",
     "read_image",
     "read_label",
@@ -68,6 +70,10 @@ LOAD_ANNOTATIONS = ("LoadAnnotations", "CheckedLoadAnnotations")
 class DatasetNotFoundError(FileNotFoundError):
     """A dataset folder or split file named by the config does not exist, or a split without
     labels is asked for them."""
+
+
+class ClassCountError(ValueError):
+    """A head's ``num_classes`` differs from the number of classes of a configured dataset."""
 
 
 class InvalidSampleError(ValueError):
@@ -102,6 +108,11 @@ def prepare_hint(dataset_cfg: dict, path: str) -> str:
             f"Prepare it with: {PREPARE_VOC_AUG} (after downloading VOC2012 and SBD as "
             "described in data/README.md)"
         )
+    if kind in ("BaseSegDataset", ""):  # the custom templates: the user's own data
+        return (
+            "Put your images and label maps there in the layout the config names, or point "
+            "data_root at them (--cfg-options data_root=PATH); docs/custom_dataset.md."
+        )
     return "See data/README.md for how to download and prepare the datasets."
 
 
@@ -115,19 +126,19 @@ def is_label_free(dataset_cfg: dict) -> bool:
     return isinstance(prefix, dict) and "seg_map_path" not in prefix
 
 
-def _leaf_datasets(dataset_cfg: Any) -> Iterator[dict]:
+def leaf_datasets(dataset_cfg: Any) -> Iterator[dict]:
     """The dataset configs inside wrappers (RepeatDataset, ConcatDataset, ...)."""
     if isinstance(dataset_cfg, dict):
         if "dataset" in dataset_cfg:
-            yield from _leaf_datasets(dataset_cfg["dataset"])
+            yield from leaf_datasets(dataset_cfg["dataset"])
         elif "datasets" in dataset_cfg:
             for inner in dataset_cfg["datasets"]:
-                yield from _leaf_datasets(inner)
+                yield from leaf_datasets(inner)
         else:
             yield dataset_cfg
     elif isinstance(dataset_cfg, (list, tuple)):
         for inner in dataset_cfg:
-            yield from _leaf_datasets(inner)
+            yield from leaf_datasets(inner)
 
 
 def _split_datasets(cfg: Config, splits: Optional[Sequence[str]]) -> Iterator[tuple[str, dict]]:
@@ -135,7 +146,7 @@ def _split_datasets(cfg: Config, splits: Optional[Sequence[str]]) -> Iterator[tu
         loader = cfg.get(f"{split}_dataloader")
         if not loader or not loader.get("dataset"):
             continue
-        for leaf in _leaf_datasets(loader["dataset"]):
+        for leaf in leaf_datasets(loader["dataset"]):
             yield split, leaf
 
 
@@ -327,7 +338,7 @@ def check_num_classes(cfg: Config, splits: Optional[Sequence[str]] = None) -> No
         splits: As for :func:`check_dataset_paths`.
 
     Raises:
-        ValueError: Naming the head, its ``num_classes``, the dataset and its class count.
+        ClassCountError: Naming the head, its ``num_classes``, the dataset and its class count.
     """
     heads = list(_heads(cfg.get("model")))
     if not heads:
@@ -339,7 +350,7 @@ def check_num_classes(cfg: Config, splits: Optional[Sequence[str]] = None) -> No
         for name, head in heads:
             if head["num_classes"] != len(classes):
                 shown = ", ".join(map(str, classes[:6])) + (", ..." if len(classes) > 6 else "")
-                raise ValueError(
+                raise ClassCountError(
                     f"model.{name}.num_classes={head['num_classes']} but the "
                     f"{split}_dataloader dataset ({dataset_cfg.get('type')}) has "
                     f"{len(classes)} classes ({shown}). Set num_classes={len(classes)} or "

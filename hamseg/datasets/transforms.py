@@ -89,7 +89,14 @@ class CheckedLoadAnnotations(LoadAnnotations):
         self.ignore_index = ignore_index
 
     def _load_seg_map(self, results: dict) -> None:
-        """Load, check and map ``results['seg_map_path']`` into ``results['gt_seg_map']``."""
+        """Load, check and map ``results['seg_map_path']`` into ``results['gt_seg_map']``.
+
+        A sample without a ``seg_map_path`` key (prediction only: mmseg's ``inference_model`` and
+        ``MMSegInferencer`` keep this transform, they remove only ``LoadAnnotations``) passes
+        unchanged; a listed label file that is missing or bad is still an error.
+        """
+        if "seg_map_path" not in results:
+            return
         path = results["seg_map_path"]
         raw = read_label(path, self.imdecode_backend, self.backend_args)
         reduce_zero_label = results.get("reduce_zero_label", False)

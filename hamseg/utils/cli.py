@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import os.path as osp
+import re
 import sys
 from collections.abc import Callable
 
@@ -14,7 +15,15 @@ from mmengine.logging import print_log
 
 from hamseg.compat import setup_cpu_distributed
 
-__all__ = ["LAUNCHERS", "CLIError", "build_config", "enable_amp", "require_file", "run_cli"]
+__all__ = [
+    "LAUNCHERS",
+    "CLIError",
+    "build_config",
+    "enable_amp",
+    "require_file",
+    "run_cli",
+    "user_message",
+]
 
 #: ``--launcher`` choices, as in mmseg's tools.
 LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
@@ -74,7 +83,10 @@ def build_config(
     cfg = Config.fromfile(require_file(config, "config file"))
     cfg.launcher = launcher
     if cfg_options:
+        old_root = cfg.get("data_root")
         cfg.merge_from_dict(cfg_options)
+        if "data_root" in cfg_options:
+            _apply_data_root(cfg, old_root, cfg_options["data_root"])
     if work_dir is not None:
         cfg.work_dir = work_dir
     elif cfg.get("work_dir") is None:
@@ -84,6 +96,32 @@ def build_config(
     os.environ.setdefault("LOCAL_RANK", str(local_rank))
     setup_cpu_distributed(cfg, launcher)
     return cfg
+
+
+def _apply_data_root(cfg: Config, old: object, new: str) -> None:
+    """``--cfg-options data_root=PATH``: move every dataset that used the config's ``data_root``.
+
+    A config's top-level ``data_root`` is a variable: its value is copied into each dataset
+    when the file is read, so overriding the variable alone changes nothing. Here each dataset
+    whose ``data_root`` equals the variable's old value gets the new one, as the user meant.
+
+    Raises:
+        CLIError: No dataset used the old value (then the override could not mean anything).
+    """
+    from hamseg.datasets.checks import SPLITS, leaf_datasets
+
+    moved = []
+    for split in SPLITS:
+        loader = cfg.get(f"{split}_dataloader")
+        for dataset in leaf_datasets(loader.get("dataset") if loader else None):
+            if old is not None and dataset.get("data_root") == old:
+                dataset["data_root"] = new
+                moved.append(split)
+    if not moved:
+        raise CLIError(
+            f"--cfg-options data_root={new}: no dataset of this config uses its data_root "
+            f"variable ({old!r}); set <split>_dataloader.dataset.data_root=PATH instead"
+        )
 
 
 def enable_amp(cfg: Config) -> None:
@@ -104,24 +142,43 @@ def enable_amp(cfg: Config) -> None:
         wrapper.update(type="CPUAmpOptimWrapper", dtype="bfloat16")
 
 
+#: How torch re-raises an error of a DataLoader worker: its message wraps the worker's traceback.
+_WORKER = re.compile(r"^Caught \w+ in DataLoader worker process \d+\.\s*Original Traceback", re.S)
+
+
+def user_message(err: BaseException) -> str:
+    """The error's message on one line; for an error re-raised from a DataLoader worker, the
+    original error's own message instead of torch's wrapper with the worker's traceback."""
+    text = str(err)
+    if _WORKER.match(text):
+        name = re.escape(type(err).__name__)
+        heads = list(re.finditer(rf"\n(?:[\w.]+\.)?{name}: ", text))
+        if heads:  # the traceback ends with the original "module.Type: message"
+            text = text[heads[-1].end() :]
+    return " ".join(text.split())
+
+
 def run_cli(main: Callable[[], None]) -> None:
     """Run ``main``; a user-facing error becomes one line on stderr and exit code 2.
 
     User-facing: :class:`CLIError`, a missing file or dataset, an invalid sample (bad label,
-    corrupt image), and a checkpoint refused as unsafe or corrupt. A run stopped on purpose
+    corrupt image), a head's class count that differs from the dataset's, and a checkpoint
+    refused as unsafe or corrupt; raised in a DataLoader worker too (the original message,
+    :func:`user_message`). A run stopped on purpose
     (:class:`~hamseg.engine.stop.TrainingStopped`: a signal, code 75; divergence, code 65) is
     one line from the main rank and its own exit code. Anything else keeps its traceback.
     """
     from mmengine.dist import is_main_process
 
     from hamseg.compat.checkpoint import CorruptCheckpointError, UnsafeCheckpointError
-    from hamseg.datasets.checks import InvalidSampleError
+    from hamseg.datasets.checks import ClassCountError, InvalidSampleError
     from hamseg.engine.stop import TrainingStopped
 
     user_errors = (
         CLIError,
         FileNotFoundError,
         InvalidSampleError,
+        ClassCountError,
         UnsafeCheckpointError,
         CorruptCheckpointError,
     )
@@ -132,5 +189,5 @@ def run_cli(main: Callable[[], None]) -> None:
             print(f"{stop.label}{' '.join(str(stop).split())}", file=sys.stderr)
         sys.exit(stop.exit_code)
     except user_errors as err:
-        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        print(f"error: {user_message(err)}", file=sys.stderr)
         sys.exit(2)

@@ -20,7 +20,7 @@ without it the resumed run would draw its batches in another order than the orig
 from __future__ import annotations
 
 import os.path as osp
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 from mmengine.config import Config
@@ -30,7 +30,7 @@ from hamseg.compat.atomic_checkpoint import find_latest_complete_checkpoint
 
 from .cli import CLIError, require_file
 
-__all__ = ["apply_resume"]
+__all__ = ["apply_resume", "report_load_from"]
 
 
 def _checkpoint_seed(path: str) -> Optional[int]:
@@ -81,3 +81,22 @@ def apply_resume(cfg: Config, resume: Optional[str]) -> Optional[str]:
         if seed is not None:
             cfg.randomness = dict(cfg.get("randomness") or {}, seed=seed)
     return target
+
+
+def report_load_from(runner: Any, cfg: Config) -> Optional[str]:
+    """Before a run that starts from ``load_from`` weights: say in one line which tensors keep
+    their fresh init (fine-tuning with another class count re-initialises the classifier).
+    mmengine's own size-mismatch report follows when the weights are loaded (it prints it).
+
+    Returns:
+        The line logged, or None (resuming, no ``load_from``, a URL, or everything fits).
+    """
+    from hamseg.apis.checkpoint import reinitialised_by_load_from
+
+    load_from = cfg.get("load_from")
+    if cfg.get("resume") or not load_from or "://" in load_from or not osp.isfile(load_from):
+        return None
+    line = reinitialised_by_load_from(runner.model, load_from)
+    if line is not None:
+        print_log(line, "current")
+    return line

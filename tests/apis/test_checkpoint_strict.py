@@ -135,3 +135,31 @@ def test_init_segmentor_refuses_a_checkpoint_of_another_class_count(tmp_path):
     model = init_segmentor(ckpt)  # with its own stored config it fits
     assert model.decode_head.conv_seg.out_channels == 3
     assert model.dataset_meta["classes"] == ["class 0", "class 1", "class 2"]
+
+
+def test_check_checkpoint_file_does_not_load_and_sees_through_tta(tmp_path):
+    from hamseg.apis import check_checkpoint_file
+
+    path = _save(_Segmentor(3), tmp_path / "three.pth")
+    model = _Segmentor(5)
+    before = model.decode_head.align.weight.clone()
+    with pytest.raises(
+        CheckpointMismatchError, match=r"the checkpoint has 3 classes, the config has 5"
+    ):
+        check_checkpoint_file(SegTTAModel(module=model), path)
+    check_checkpoint_file(_Segmentor(3), path)  # fits: no error
+    assert torch.equal(model.decode_head.align.weight, before)  # nothing was loaded
+
+
+def test_reinitialised_by_load_from_names_what_keeps_its_init(tmp_path):
+    from hamseg.apis import reinitialised_by_load_from
+
+    path = _save(_Segmentor(3), tmp_path / "three.pth")
+    assert reinitialised_by_load_from(_Segmentor(3), path) is None
+    assert reinitialised_by_load_from(_Segmentor(5), path) == (
+        f"load_from {path!r}: decode_head.conv_seg.weight, decode_head.conv_seg.bias keep their "
+        "fresh init (shape differs: the checkpoint has 3 classes, the config has 5); every other "
+        "tensor is loaded"
+    )
+    wider = reinitialised_by_load_from(_Segmentor(3, width=6), path)
+    assert "decode_head.align.weight, decode_head.align.bias, decode_head.bn.weight and" in wider

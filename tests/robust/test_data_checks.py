@@ -222,7 +222,7 @@ def test_missing_split_file_and_subfolder_are_named(data, tmp_path):
         check_dataset_paths(cfg)
     message = str(info.value)
     assert f"split file (ann_file) {osp.join(data, 'splits/train.txt')}" in message
-    assert "data/README.md" in message
+    assert "docs/custom_dataset.md" in message  # a BaseSegDataset: the user's own data
     shutil.rmtree(osp.join(data, "ann_dir", "val"))
     cfg = tiny_cfg(data, str(tmp_path / "w"))
     with pytest.raises(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import torch
 
 from hamseg.utils import CLIError, build_config
 from tests.conftest import TINY_FCN
@@ -27,3 +28,40 @@ def test_mpi_launcher_outside_mpirun_says_what_to_install(monkeypatch):
     message = str(err.value)
     assert message.startswith("--launcher mpi: OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,")
     assert "OpenMPI's mpirun" in message and "apt install openmpi-bin" in message
+
+
+class _BadSample(torch.utils.data.Dataset):
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, i: int):
+        from hamseg.datasets.checks import InvalidSampleError
+
+        raise InvalidSampleError(f"label file 'masks/{i:03d}_mask.png': values 7 outside\n[0, 3)")
+
+
+def test_an_error_in_a_dataloader_worker_is_its_own_message():
+    from hamseg.datasets.checks import InvalidSampleError
+    from hamseg.utils.cli import user_message
+
+    loader = torch.utils.data.DataLoader(_BadSample(), num_workers=1)
+    with pytest.raises(InvalidSampleError) as info:
+        next(iter(loader))
+    assert "DataLoader worker process 0" in str(info.value)  # torch's wrapper, with a traceback
+    assert user_message(info.value) == "label file 'masks/000_mask.png': values 7 outside [0, 3)"
+    assert user_message(ValueError("two\n  lines")) == "two lines"
+
+
+def test_data_root_override_moves_every_dataset_that_used_the_variable(tmp_path):
+    from tests.conftest import REPO
+
+    custom = os.path.join(REPO, "configs", "custom", "hamhead-nmf_r18-d8_custom.py")
+    cfg = build_config(custom, {"data_root": "/data/mine"}, work_dir="/tmp/w")
+    roots = [cfg[f"{s}_dataloader"].dataset.data_root for s in ("train", "val", "test")]
+    assert roots == ["/data/mine"] * 3
+    other = tmp_path / "other.py"
+    other.write_text(
+        'data_root = "a"\ntrain_dataloader = dict(dataset=dict(type="X", data_root="b"))\n'
+    )
+    with pytest.raises(CLIError, match=r"no dataset of this config uses its data_root variable"):
+        build_config(str(other), {"data_root": "/data/mine"}, work_dir="/tmp/w")

@@ -1,18 +1,36 @@
 # Context Shapes: the generated demo dataset (docs/demo.md). Create it with
 #   python tools/dataset_converters/generate_context_shapes.py
 # Whole images are used (no crop): a crop could cut the flag that decides the players' team.
+# Checked loaders (hamseg.datasets.transforms): a corrupt file or a label outside [0, 7) other
+# than 255 stops with one error naming the file.
 dataset_type = "ContextShapesDataset"
 data_root = "data/context_shapes"
 train_pipeline = [
-    dict(type="LoadImageFromFile"),
-    dict(type="LoadAnnotations"),
+    dict(type="CheckedLoadImageFromFile"),
+    dict(type="CheckedLoadAnnotations", num_classes=7),
     dict(type="RandomFlip", prob=0.5, direction=["horizontal", "vertical"]),
     dict(type="PackSegInputs"),
 ]
 test_pipeline = [
-    dict(type="LoadImageFromFile"),
-    dict(type="LoadAnnotations"),
+    dict(type="CheckedLoadImageFromFile"),
+    dict(type="CheckedLoadAnnotations", num_classes=7),
     dict(type="PackSegInputs"),
+]
+# tools/test.py --tta: scales 0.75, 1.0, 1.25 x {no flip, flip}, merged by mmseg's SegTTAModel.
+tta_pipeline = [
+    dict(type="CheckedLoadImageFromFile"),
+    dict(
+        type="TestTimeAug",
+        transforms=[
+            [dict(type="Resize", scale_factor=s, keep_ratio=True) for s in (0.75, 1.0, 1.25)],
+            [
+                dict(type="RandomFlip", prob=0.0, direction="horizontal"),
+                dict(type="RandomFlip", prob=1.0, direction="horizontal"),
+            ],
+            [dict(type="CheckedLoadAnnotations", num_classes=7)],
+            [dict(type="PackSegInputs")],
+        ],
+    ),
 ]
 train_dataloader = dict(
     batch_size=8,

@@ -1,0 +1,179 @@
+"""The path a new user walks with their own data (issue [finetune]), with real files and real
+tool subprocesses: a checkpoint of another class count, a bad label inside a DataLoader worker,
+a missing label file, the template's child configs on a `_mask.png` layout, --tta, --show-dir."""
+
+from __future__ import annotations
+
+import glob
+import os
+import os.path as osp
+import subprocess
+import sys
+
+import cv2
+import numpy as np
+import pytest
+
+from tests.conftest import REPO
+from tests.helpers import make_checkpoint
+
+CUSTOM = osp.join(REPO, "configs", "custom", "hamhead-nmf_r18-d8_custom.py")
+CHILDREN = [
+    osp.join(REPO, "configs", "custom", f"hamhead-nmf_r18-d8_custom-{n}.py")
+    for n in ("512x512", "2k")
+]
+TIMEOUT = 600
+
+
+def write_mask_layout(root: str, bad_label: bool = False, drop_label: bool = False) -> str:
+    """A user's own layout: images/{train,val}/NAME.jpg, masks/{train,val}/NAME_mask.png, odd
+    sizes, 3 classes. ``bad_label`` writes a 7 into one val and one train mask;
+    ``drop_label`` deletes one val mask."""
+    rng = np.random.default_rng(0)
+    colours = np.array([[90, 90, 90], [40, 40, 220], [220, 90, 40]], np.uint8)
+    for split, n in (("train", 4), ("val", 3)):
+        os.makedirs(osp.join(root, "images", split))
+        os.makedirs(osp.join(root, "masks", split))
+        for i in range(n):
+            h, w = 41 + 4 * i, 47 + 2 * i
+            label = np.zeros((h, w), np.uint8)
+            label[4:18, 5:20] = 1
+            label[h - 15 : h - 3, w - 16 : w - 2] = 2
+            img = colours[label].astype(np.int16) + rng.integers(-20, 20, (h, w, 3))
+            cv2.imwrite(
+                osp.join(root, "images", split, f"{i:03d}.jpg"), img.clip(0, 255).astype(np.uint8)
+            )
+            if bad_label and i == 1:
+                label[0, 0] = 7
+            cv2.imwrite(osp.join(root, "masks", split, f"{i:03d}_mask.png"), label)
+    if drop_label:
+        os.remove(osp.join(root, "masks", "val", "002_mask.png"))
+    return root
+
+
+def layout_options(root: str, workers: int = 1) -> list[str]:
+    """--cfg-options for the layout above: data_root (moves every split), folders, suffix."""
+    opts = [f"data_root={root}", "load_from=None", "default_hooks.visualization.draw=False"]
+    loaders = (("train", "train_dataloader"), ("val", "val_dataloader"), ("val", "test_dataloader"))
+    for split, loader in loaders:
+        opts += [
+            f"{loader}.dataset.data_prefix.img_path=images/{split}",
+            f"{loader}.dataset.data_prefix.seg_map_path=masks/{split}",
+            f"{loader}.dataset.seg_map_suffix=_mask.png",
+            f"{loader}.num_workers={workers}",
+            f"{loader}.persistent_workers=False",
+        ]
+    return opts
+
+
+def run(*args: str, timeout: int = TIMEOUT) -> subprocess.CompletedProcess:
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.run(
+        [sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def one_line_error(proc: subprocess.CompletedProcess) -> str:
+    """The process failed with exit code 2 and exactly one stderr line starting 'error: '."""
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("error: ")]
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    return errors[0]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> tuple[str, str]:
+    """(data root, checkpoint): the template trained 2 iterations on the `_mask.png` layout."""
+    tmp = tmp_path_factory.mktemp("finetune")
+    root = write_mask_layout(str(tmp / "data"))
+    work = str(tmp / "work")
+    opts = layout_options(root, workers=0) + [
+        "train_cfg.max_iters=2",
+        "param_scheduler.1.end=2",
+        "train_dataloader.batch_size=2",
+    ]
+    proc = run("tools/train.py", CUSTOM, "--work-dir", work, "--cfg-options", *opts)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return root, osp.join(work, "iter_2.pth")
+
+
+@pytest.mark.parametrize("tta", [False, True])
+def test_checkpoint_of_another_class_count_stops_test_with_one_line(tmp_path, tta):
+    root = write_mask_layout(str(tmp_path / "data"))
+    ckpt = make_checkpoint(str(tmp_path / "seven.pth"))  # the demo's 7 classes
+    args = ["tools/test.py", CUSTOM, ckpt, "--work-dir", str(tmp_path / "w")]
+    proc = run(*args, *(["--tta"] if tta else []), "--cfg-options", *layout_options(root, 0))
+    line = one_line_error(proc)
+    assert "decode_head.conv_seg.weight is (7, 128, 1, 1) in the checkpoint" in line
+    assert "the checkpoint has 7 classes, the config has 3" in line
+    assert "per class results" not in proc.stdout + proc.stderr  # nothing was evaluated
+
+
+@pytest.mark.parametrize("tool", ["train", "test"])
+def test_bad_label_in_a_worker_is_one_line_naming_the_file(tmp_path, tool):
+    root = write_mask_layout(str(tmp_path / "data"), bad_label=True)
+    opts = layout_options(root, workers=1)  # the error happens in a DataLoader worker
+    if tool == "train":
+        args = ["tools/train.py", CUSTOM, "--work-dir", str(tmp_path / "w")]
+        opts += [
+            "train_cfg.max_iters=4",
+            "param_scheduler.1.end=4",
+            "train_dataloader.batch_size=4",
+        ]
+    else:
+        ckpt = make_checkpoint(str(tmp_path / "three.pth"), num_classes=3)
+        args = ["tools/test.py", CUSTOM, ckpt, "--work-dir", str(tmp_path / "w")]
+    line = one_line_error(run(*args, "--cfg-options", *opts))
+    split = "train" if tool == "train" else "val"
+    assert f"masks/{split}/001_mask.png" in line and "7" in line, line
+    assert "DataLoader worker" not in line and len(line) < 400, line
+
+
+def test_missing_label_file_is_one_line(tmp_path):
+    root = write_mask_layout(str(tmp_path / "data"), drop_label=True)
+    ckpt = make_checkpoint(str(tmp_path / "three.pth"), num_classes=3)
+    args = ["tools/test.py", CUSTOM, ckpt, "--work-dir", str(tmp_path / "w")]
+    line = one_line_error(run(*args, "--cfg-options", *layout_options(root, workers=1)))
+    assert "masks/val/002_mask.png" in line and "DataLoader worker" not in line, line
+
+
+def test_a_wrong_data_root_points_to_the_custom_dataset_docs(tmp_path):
+    args = ["tools/train.py", CUSTOM, "--work-dir", str(tmp_path / "w")]
+    opts = [f"data_root={tmp_path}/nowhere", "load_from=None"]
+    line = one_line_error(run(*args, "--cfg-options", *opts))
+    assert f"{tmp_path}/nowhere" in line and "docs/custom_dataset.md" in line, line
+
+
+@pytest.mark.slow
+def test_finetuned_template_model_with_tta_and_show_dir(trained, tmp_path):
+    root, ckpt = trained
+    show = str(tmp_path / "show")
+    args = ["tools/test.py", CUSTOM, ckpt, "--work-dir", str(tmp_path / "w"), "--tta"]
+    proc = run(*args, "--show-dir", show, "--cfg-options", *layout_options(root, 0))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "per class results" in proc.stdout + proc.stderr
+    painted = glob.glob(osp.join(show, "**", "*.png"), recursive=True)
+    assert len(painted) == 3, painted  # every val image, not every 10th
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("child", CHILDREN, ids=osp.basename)
+def test_documented_child_configs_train_on_a_mask_suffix_layout(trained, tmp_path, child):
+    root, _ = trained
+    opts = layout_options(root, workers=0) + [
+        "train_cfg.max_iters=2",
+        "train_cfg.val_interval=2",
+        "param_scheduler.1.end=2",
+        "train_dataloader.batch_size=2",
+    ]
+    if child.endswith("512x512.py"):  # a smaller crop keeps the test fast; same pipeline
+        opts += [
+            "train_dataloader.dataset.pipeline.2.scale=(256,96)",
+            "train_dataloader.dataset.pipeline.3.crop_size=(96,96)",
+            "model.data_preprocessor.size=(96,96)",
+        ]
+    proc = run("tools/train.py", child, "--work-dir", str(tmp_path / "w"), "--cfg-options", *opts)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert osp.isfile(osp.join(tmp_path, "w", "iter_2.pth"))
+    assert "per class results" in proc.stdout + proc.stderr
