@@ -1,5 +1,6 @@
-"""The paper's feature analyses of a checkpoint: spectrum (Fig. 5), feature maps (Fig. 6)."""
+"""Analyses of a checkpoint: spectrum (Fig. 5), feature maps (Fig. 6), evaluation variance."""
 
+from .eval_variance import VarianceReport, evaluate_repeatedly, summarize
 from .feature_maps import draw_feature_maps, pca_rgb, pick_channels, select_channels
 from .features import HAMBURGER, MissingModuleError, capture_features, get_module
 from .spectrum import compute_spectra, cumulative_energy, plot_spectrum, write_spectrum
@@ -7,14 +8,17 @@ from .spectrum import compute_spectra, cumulative_energy, plot_spectrum, write_s
 __all__ = [
     "HAMBURGER",
     "MissingModuleError",
+    "VarianceReport",
     "capture_features",
     "compute_spectra",
     "cumulative_energy",
     "draw_feature_maps",
+    "evaluate_repeatedly",
     "get_module",
     "pca_rgb",
     "pick_channels",
     "plot_spectrum",
     "select_channels",
+    "summarize",
     "write_spectrum",
 ]

@@ -33,6 +33,9 @@ HEADS: list[tuple[str, str]] = [
     ("HamHead-CD", f"{DEMO}/hamhead-cd_r18-d8_context-shapes.py"),
     ("HamHead-VQ", f"{DEMO}/hamhead-vq_r18-d8_context-shapes.py"),
     ("NonLocal", f"{DEMO}/nonlocal_r18-d8_context-shapes.py"),
+    # SegNeXt-T (MSCAN-T backbone instead of the R18): mmseg's head and hamseg's.
+    ("SegNeXt-T LightHamHead (mmseg)", f"{DEMO}/lighthamhead_mscan-t_context-shapes.py"),
+    ("SegNeXt-T HamLightHead", f"{DEMO}/hamlighthead-nmf_mscan-t_context-shapes.py"),
 ]
 
 

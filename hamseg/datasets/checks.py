@@ -108,6 +108,11 @@ def prepare_hint(dataset_cfg: dict, path: str) -> str:
             f"Prepare it with: {PREPARE_VOC_AUG} (after downloading VOC2012 and SBD as "
             "described in data/README.md)"
         )
+    if "ade" in kind.lower() or "adechallenge" in text:
+        return (
+            "Download ADEChallengeData2016.zip (MIT Scene Parsing) and unzip it into data/ade/ "
+            "(data/README.md, ADE20K)."
+        )
     if kind in ("BaseSegDataset", ""):  # the custom templates: the user's own data
         return (
             "Put your images and label maps there in the layout the config names, or point "

@@ -1,15 +1,26 @@
-"""Hamburger models: the decompositions (hams), the Hamburger block and the HamHead decode head.
+"""Hamburger models: the decompositions (hams), the Hamburger blocks and the decode heads.
 
-Importing this package registers ``NMF``, ``CD``, ``VQ``, ``Hamburger`` and ``HamHead`` into
-``mmseg.registry.MODELS``. Import :mod:`hamseg` (which patches the stack first), not this
-package alone.
+Importing this package registers ``NMF``, ``CD``, ``VQ``, ``Hamburger``, ``HamHead``,
+``LightHamburger`` and ``HamLightHead`` (SegNeXt's head) into ``mmseg.registry.MODELS``.
+Import :mod:`hamseg` (which patches the stack first), not this package alone.
 """
 
 from .cpu_sync_bn import HamSyncBatchNorm  # noqa: F401  ('HamSyncBN', CPU DDP wrapper)
 from .decompositions import CD, NMF, VQ, MatrixDecomposition2D
 from .ham_head import HamHead
+from .ham_light_head import HamLightHead
 from .hamburger import Hamburger
+from .light_hamburger import LightHamburger
 from .poly_nl import PolyNL, PolyNLHead  # noqa: F401  ('PolyNL', 'PolyNLHead'; Poly-NL Eq. 6)
 from .release_weights import HamResNetPretrained  # noqa: F401  (init_cfg 'HamResNetPretrained')
 
-__all__ = ["CD", "NMF", "VQ", "MatrixDecomposition2D", "Hamburger", "HamHead"]
+__all__ = [
+    "CD",
+    "NMF",
+    "VQ",
+    "MatrixDecomposition2D",
+    "Hamburger",
+    "HamHead",
+    "HamLightHead",
+    "LightHamburger",
+]

@@ -17,7 +17,7 @@ import yaml
 import hamseg  # noqa: F401  (before mmseg)
 from tests.conftest import REPO
 
-FOLDERS = ("hamnet", "demo")
+FOLDERS = ("hamnet", "demo", "segnext")
 
 
 def load_yaml(*parts: str):

@@ -177,3 +177,33 @@ def test_documented_child_configs_train_on_a_mask_suffix_layout(trained, tmp_pat
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert osp.isfile(osp.join(tmp_path, "w", "iter_2.pth"))
     assert "per class results" in proc.stdout + proc.stderr
+
+
+SEGNEXT = osp.join(REPO, "configs", "custom", "segnext_mscan-t_custom.py")
+
+
+@pytest.mark.slow
+def test_segnext_template_finetunes_from_a_demo_segnext_checkpoint(trained, tmp_path):
+    """The SegNeXt-T template on the same layout: from a 7-class SegNeXt-T checkpoint, the
+    classifier is re-initialised (one line), training and evaluation run, --tta runs."""
+    root, _ = trained
+    demo = make_checkpoint(
+        str(tmp_path / "segnext7.pth"),
+        osp.join(REPO, "configs", "demo", "hamlighthead-nmf_mscan-t_context-shapes.py"),
+    )
+    work = str(tmp_path / "w")
+    opts = layout_options(root, workers=0) + [
+        f"load_from={demo}",
+        "train_cfg.max_iters=2",
+        "train_cfg.val_interval=2",
+        "param_scheduler.1.end=2",
+        "train_dataloader.batch_size=2",
+    ]
+    proc = run("tools/train.py", SEGNEXT, "--work-dir", work, "--cfg-options", *opts)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "decode_head.conv_seg.weight, decode_head.conv_seg.bias keep their fresh init" in log
+    assert "the checkpoint has 7 classes, the config has 3" in log
+    args = ["tools/test.py", SEGNEXT, osp.join(work, "iter_2.pth"), "--tta"]
+    proc = run(*args, "--work-dir", work, "--cfg-options", *layout_options(root, 0))
+    assert proc.returncode == 0 and "per class results" in proc.stdout + proc.stderr

@@ -1,0 +1,100 @@
+"""HamLightHead: SegNeXt's decode head (mmseg's ``LightHamHead``) on hamseg's hams.
+
+Guo et al., "SegNeXt", NeurIPS 2022; the Hamburger of Geng et al., ICLR 2021. Same structure
+and parameter names as mmseg 1.2.2's ``LightHamHead`` (``squeeze``, ``hamburger.ham_in``,
+``hamburger.ham_out``, ``align``, ``conv_seg``), so mmseg's SegNeXt checkpoints load strictly;
+an mmseg SegNeXt config switches by changing ``type`` (``ham_kwargs`` is understood). What
+changes is the ham: hamseg's NMF with the paper's one-step gradient (Sec. 2.3, Eq. 13) instead of
+back-propagation through every step, a seeded dictionary in evaluation (``eval_seed``: the same
+mIoU at every test run), the dictionary drawn on the input's device, float32 under fp16/bf16
+autocast, and any other hamseg ham (CD, VQ, the init modes of App. F).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from mmcv.cnn import ConvModule
+from mmseg.models.decode_heads.decode_head import BaseDecodeHead
+from mmseg.models.utils import resize
+from mmseg.registry import MODELS
+from torch import Tensor
+
+from .light_hamburger import LightHamburger
+
+__all__ = ["HamLightHead", "ham_cfg_from_kwargs"]
+
+#: mmseg's ``ham_kwargs`` (NMF2D) -> hamseg's NMF arguments.
+_KWARGS = {"MD_S": "S", "MD_R": "R", "train_steps": "train_steps", "eval_steps": "eval_steps"}
+#: mmseg's defaults of ``ham_kwargs`` (``Matrix_Decomposition_2D_Base``).
+MMSEG_DEFAULTS = dict(MD_S=1, MD_R=64, train_steps=6, eval_steps=7, inv_t=100, rand_init=True)
+
+
+def ham_cfg_from_kwargs(ham_kwargs: dict) -> dict:
+    """hamseg's ``ham_cfg`` for mmseg's ``ham_kwargs`` of ``LightHamHead``.
+
+    mmseg's NMF2D forces ``inv_t = 1`` whatever the config says (as hamseg's NMF), so ``inv_t``
+    is dropped; ``rand_init=False`` (one dictionary drawn once and kept as the ``bases``
+    buffer) is hamseg's ``init='fixed'``.
+
+    Raises:
+        ValueError: On a key that mmseg's NMF2D does not take.
+    """
+    unknown = sorted(set(ham_kwargs) - set(MMSEG_DEFAULTS))
+    if unknown:
+        raise ValueError(
+            f"ham_kwargs: unknown keys {unknown}; mmseg's LightHamHead takes "
+            f"{sorted(MMSEG_DEFAULTS)}"
+        )
+    kwargs = {**MMSEG_DEFAULTS, **ham_kwargs}
+    cfg = dict(type="NMF", **{ours: kwargs[theirs] for theirs, ours in _KWARGS.items()})
+    cfg["init"] = "random" if kwargs["rand_init"] else "fixed"
+    return cfg
+
+
+@MODELS.register_module()
+class HamLightHead(BaseDecodeHead):
+    """SegNeXt's light Hamburger head: concat of the selected levels, 1x1 squeeze, Hamburger,
+    1x1 align, classifier.
+
+    Args:
+        ham_channels: Channels of the Hamburger (SegNeXt: 256 for T/S, 512 B, 1024 L).
+        ham_cfg: hamseg ham config, e.g. ``dict(type='NMF', S=1, R=16, train_steps=6,
+            eval_steps=7, eval_seed=0)``; any hamseg decomposition and its options.
+        ham_kwargs: mmseg's ``LightHamHead`` argument instead (:func:`ham_cfg_from_kwargs`).
+            Neither given: mmseg's defaults (NMF, r = 64, 6 train / 7 eval steps).
+        **kwargs: :class:`BaseDecodeHead` arguments (``in_channels`` list, ``in_index``,
+            ``channels``, ``num_classes``, ``norm_cfg``, ...); always ``multiple_select``.
+
+    Raises:
+        ValueError: Both ``ham_cfg`` and ``ham_kwargs``, or an unknown ``ham_kwargs`` key.
+    """
+
+    def __init__(
+        self,
+        ham_channels: int = 512,
+        ham_cfg: dict | None = None,
+        ham_kwargs: dict | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if ham_cfg is not None and ham_kwargs is not None:
+            raise ValueError("HamLightHead: give ham_cfg (hamseg) or ham_kwargs (mmseg), not both")
+        if ham_cfg is None:
+            ham_cfg = ham_cfg_from_kwargs(ham_kwargs or {})
+        super().__init__(input_transform="multiple_select", **kwargs)
+        self.ham_channels = ham_channels
+        conv = dict(conv_cfg=self.conv_cfg, norm_cfg=self.norm_cfg, act_cfg=self.act_cfg)
+        self.squeeze = ConvModule(sum(self.in_channels), ham_channels, 1, **conv)
+        self.hamburger = LightHamburger(ham_channels, ham_cfg, norm_cfg=self.norm_cfg)
+        self.align = ConvModule(ham_channels, self.channels, 1, **conv)
+
+    def forward(self, inputs: list[Tensor]) -> Tensor:
+        """Logits (B, num_classes, H, W) at the resolution of the first selected level."""
+        levels = self._transform_inputs(inputs)
+        size = levels[0].shape[2:]
+        levels = [
+            resize(x, size=size, mode="bilinear", align_corners=self.align_corners) for x in levels
+        ]
+        x = self.squeeze(torch.cat(levels, dim=1))
+        return self.cls_seg(self.align(self.hamburger(x)))
