@@ -39,3 +39,15 @@ def write_tiny_dataset(root: str, n_train: int = 6, n_val: int = 2, seed: int = 
 def tiny_data(tmp_path_factory) -> str:
     """Root of a tiny 3-class dataset (6 train, 2 val images)."""
     return write_tiny_dataset(str(tmp_path_factory.mktemp("tiny_data")))
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Tests marked ``gpu`` are skipped, with the reason, where CUDA is not available."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="CUDA is not available (gpu test; run tools/gpu_check.sh)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

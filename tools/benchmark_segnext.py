@@ -17,6 +17,8 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))  # run from 
 import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mmseg is used)
 
 # isort: split
+import torch  # noqa: E402
+
 from hamseg.benchmark.segnext import compare, markdown  # noqa: E402
 from hamseg.utils.cli import CLIError, run_cli  # noqa: E402
 
@@ -26,12 +28,14 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=2)
     p.add_argument("--size", type=int, default=512, help="crop size (a multiple of 32)")
     p.add_argument("--runs", type=int, default=5, help="timed runs per side")
-    p.add_argument("--device", default="cpu", choices=["cpu"], help="CPU only for now")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--out", help="also write the table to this markdown file")
     args = p.parse_args()
     if args.size % 32 or args.size < 64:
         raise CLIError(f"--size must be a multiple of 32 and >= 64, got {args.size}")
-    table = markdown(compare(args.batch, args.size, args.runs))
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise CLIError(f"--device {args.device}: CUDA is not available on this machine")
+    table = markdown(compare(args.batch, args.size, args.runs, device=args.device))
     print(table)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:

@@ -67,20 +67,23 @@ def _iteration(model: nn.Module, images: Tensor, samples: list) -> Callable[[], 
     return run
 
 
-def compare(batch: int = 2, size: int = 512, runs: int = 5, seed: int = 0) -> dict[str, Any]:
-    """Measure the three pairs (see the module docstring) on the CPU.
+def compare(
+    batch: int = 2, size: int = 512, runs: int = 5, seed: int = 0, device: str = "cpu"
+) -> dict[str, Any]:
+    """Measure the three pairs (see the module docstring) on ``device`` (CUDA: CUDA events and
+    the allocator's peak, as hamseg.benchmark times and measures everywhere).
 
     Returns:
         ``rows``: per part, ours and mmseg's median time (s) and peak memory (bytes), their
         ratios; ``probe``: the machine's matmul rate (FLOP/s) before and after.
     """
-    device = torch.device("cpu")
+    device = torch.device(device)
     torch.manual_seed(seed)
-    ours, theirs = build_pair()
-    images = torch.randn(batch, 3, size, size)
+    ours, theirs = (m.to(device) for m in build_pair())
+    images = torch.randn(batch, 3, size, size, device=device)
     samples = [
         SegDataSample(
-            gt_sem_seg=PixelData(data=torch.randint(0, 150, (1, size, size))),
+            gt_sem_seg=PixelData(data=torch.randint(0, 150, (1, size, size), device=device)),
             metainfo=dict(img_shape=(size, size), pad_shape=(size, size)),
         )
         for _ in range(batch)
@@ -135,14 +138,15 @@ def compare(batch: int = 2, size: int = 512, runs: int = 5, seed: int = 0) -> di
             )
         )
     probe.append(probe_rate(device))
-    return dict(rows=rows, probe=probe, batch=batch, size=size, runs=runs)
+    return dict(rows=rows, probe=probe, batch=batch, size=size, runs=runs, device=str(device))
 
 
 def markdown(result: dict[str, Any]) -> str:
     """The comparison as a markdown table with the machine's steadiness under it."""
     lines = [
         f"SegNeXt-T, training mode, {result['batch']}x3x{result['size']}x{result['size']} "
-        f"(head at 1/8: {result['size'] // 8}x{result['size'] // 8} positions), CPU, median of "
+        f"(head at 1/8: {result['size'] // 8}x{result['size'] // 8} positions), "
+        f"{result.get('device', 'cpu')}, median of "
         f"{result['runs']} alternating runs",
         "",
         "| part | ours fwd+bwd | mmseg fwd+bwd | time ratio | spread | ours peak | mmseg peak "

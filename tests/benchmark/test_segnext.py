@@ -31,4 +31,4 @@ def test_compare_reports_ratios_of_its_own_medians():
         assert r["mem_ratio"] == pytest.approx(r["mem_ours"] / r["mem_mmseg"])
         assert r["mem_ours"] > 0 and r["mem_mmseg"] > 0
     table = markdown(result)
-    assert "| decode head |" in table and "1x3x64x64" in table
+    assert "| decode head |" in table and "1x3x64x64" in table and "cpu" in table

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One command on a CUDA machine: the GPU tests, then the CUDA benchmarks, then a report
+# (work_dirs/gpu_check/report.md and report.json: device, versions, every number).
+# Without CUDA it says so and exits 0 after running nothing.
+#   bash tools/gpu_check.sh            (PYTHON=... to choose the interpreter)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python}
+if ! "$PY" -c "import torch" 2>/dev/null; then
+  echo "error: $PY cannot import torch (activate hamseg's environment or set PYTHON=...)" >&2
+  exit 2
+fi
+if ! "$PY" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  echo "no CUDA device: nothing to check"
+  exit 0
+fi
+OUT=work_dirs/gpu_check
+rm -rf "$OUT" && mkdir -p "$OUT"
+export HAMSEG_GPU_REPORT_DIR=$OUT
+steps=()
+step() {  # run a command, keep going on failure, remember its exit code and time
+  local start=$SECONDS
+  echo "== $*"
+  "$@"
+  local rc=$?
+  steps+=("{\"command\": \"$*\", \"exit_code\": $rc, \"seconds\": $((SECONDS - start))}")
+}
+step "$PY" -m pytest -m gpu -q -p no:cacheprovider --junitxml "$OUT/pytest.xml"
+step "$PY" tools/benchmark_context.py --device cuda --out-dir "$OUT/context"
+step "$PY" tools/benchmark_model.py --device cuda --size 513 --batch 2 --out-dir "$OUT/model"
+[ -f tools/benchmark_segnext.py ] && step "$PY" tools/benchmark_segnext.py --device cuda --out "$OUT/segnext.md"
+[ -f tools/benchmark_deploy.py ] && step "$PY" tools/benchmark_deploy.py --device cuda --out-dir "$OUT/deploy"
+(IFS=,; echo "[${steps[*]}]") > "$OUT/steps.json"
+"$PY" -m hamseg.benchmark.gpu_check "$OUT"
+if grep -q '"exit_code": [1-9]' "$OUT/steps.json"; then
+  echo "some steps failed: see $OUT/report.md"
+  exit 1
+fi
