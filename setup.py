@@ -42,6 +42,8 @@ EXTRAS_REQUIRE = {
     "lite": ["mmcv-lite==2.1.0"],
     # mmseg's tools/analysis_tools/analyze_logs.py (python tools/mmseg_tool.py analyze_logs ...).
     "plots": ["seaborn>=0.12", "pandas>=1.5"],
+    # ONNX export and ONNX Runtime inference (tools/deploy/export_onnx.py, infer --backend).
+    "deploy": ["onnx>=1.16", "onnxruntime>=1.18", "onnxscript>=0.1"],
 }
 
 #: Copied into hamseg/.mim/ by the build: relative to the repository root.

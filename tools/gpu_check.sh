@@ -29,7 +29,7 @@ step "$PY" -m pytest -m gpu -q -p no:cacheprovider --junitxml "$OUT/pytest.xml"
 step "$PY" tools/benchmark_context.py --device cuda --out-dir "$OUT/context"
 step "$PY" tools/benchmark_model.py --device cuda --size 513 --batch 2 --out-dir "$OUT/model"
 [ -f tools/benchmark_segnext.py ] && step "$PY" tools/benchmark_segnext.py --device cuda --out "$OUT/segnext.md"
-[ -f tools/benchmark_deploy.py ] && step "$PY" tools/benchmark_deploy.py --device cuda --out-dir "$OUT/deploy"
+[ -f tools/benchmark_deploy.py ] && step "$PY" tools/benchmark_deploy.py --out "$OUT/deploy.md"  # CPU provider
 (IFS=,; echo "[${steps[*]}]") > "$OUT/steps.json"
 "$PY" -m hamseg.benchmark.gpu_check "$OUT"
 if grep -q '"exit_code": [1-9]' "$OUT/steps.json"; then

@@ -5,6 +5,7 @@ Usage::
     python tools/infer.py IMAGE [IMAGE ...] --checkpoint CKPT [--config CFG] [--out-dir DIR]
     python tools/infer.py path/to/folder   --checkpoint work_dirs/demo/.../iter_400.pth
     python tools/infer.py images.txt       --checkpoint CKPT      # a text file, one path a line
+    python tools/infer.py IMAGES --checkpoint CKPT --backend onnxruntime --model model.onnx
 
 Inputs may be image files, folders (searched recursively for image files) or ``.txt`` lists. Any
 size works, and grayscale, RGBA (composited over white) and 16-bit images are converted to 8-bit
@@ -47,6 +48,12 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--legend", choices=["present", "all"], default="present")
     p.add_argument("--save-label", action="store_true", help="also write raw label maps")
     p.add_argument("--device", default="cpu", help="cpu or cuda:N")
+    p.add_argument("--backend", choices=["pytorch", "onnxruntime"], default="pytorch")
+    p.add_argument(
+        "--model",
+        help="--backend onnxruntime: the exported .onnx (class names and "
+        "palette still come from the checkpoint/config)",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return p.parse_args(argv)
 
@@ -59,7 +66,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     paths = collect_inputs(args.inputs)
     if not paths:
         raise CLIError("no images found in the inputs")
+    if args.backend == "onnxruntime" and not args.model:
+        raise CLIError(
+            "--backend onnxruntime needs --model FILE.onnx (tools/deploy/export_onnx.py)"
+        )
     model = init_segmentor(args.checkpoint, args.config, args.device)
+    if args.backend == "onnxruntime":
+        from hamseg.apis.onnx_backend import use_onnxruntime
+
+        model = use_onnxruntime(model, args.model)
     root = args.inputs[0] if len(args.inputs) == 1 and osp.isdir(args.inputs[0]) else None
     report = segment_images(
         model,

@@ -15,11 +15,10 @@ Three counts, each a cross-check of the others (docs/benchmark.md):
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import torch
 from mmengine.analysis import FlopAnalyzer
-from mmengine.analysis.jit_handles import bmm_flop_jit
 from torch import Tensor, nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
@@ -95,25 +94,18 @@ def hamburger_macs(
     return {"conv": b * conv, "matmul": b * ham, "total": b * (conv + ham)}
 
 
-def _bmm_any_signature(inputs: list, outputs: list) -> Any:
-    """mmengine's bmm handle, also for ``torch.bmm(a, b, out=c)`` (traced with 3 inputs)."""
-    return bmm_flop_jit(inputs[:2], outputs)
-
-
 #: Operators that are matrix products (the hand count's "conv" + "matmul").
 PRODUCT_OPS = ("conv", "bmm", "addmm", "matmul", "mm", "linear", "einsum", "baddbmm")
 
 
 def count_macs(module: nn.Module, x: Tensor) -> tuple[int, dict[str, int]]:
-    """MACs of one inference forward (eval mode), by mmengine's FlopAnalyzer (fvcore counter).
-
-    The only change to the library's handles: ``aten::bmm`` also accepts the ``out=`` form
-    (same MACs), which the in-place NMF steps use.
+    """MACs of one inference forward (eval mode), by mmengine's FlopAnalyzer (fvcore counter),
+    with the library's own operator handles: while a trace records, the hams take no ``out=``
+    buffers (:func:`hamseg.compat.tracing.is_tracing`), so ``bmm_flop_jit`` counts them as is.
     """
     module.eval()
     with torch.no_grad():
         analyzer = FlopAnalyzer(module, (x,))
-        analyzer.set_op_handle("aten::bmm", _bmm_any_signature)
         analyzer.unsupported_ops_warnings(False)
         analyzer.uncalled_modules_warnings(False)
         return int(analyzer.total()), {k: int(v) for k, v in analyzer.by_operator().items()}

@@ -22,6 +22,8 @@ import torch.nn.functional as F
 from mmseg.registry import MODELS
 from torch import Tensor, nn
 
+from hamseg.compat.tracing import is_tracing, outside_trace
+
 __all__ = ["MatrixDecomposition2D", "NMF", "CD", "VQ"]
 
 #: Added to every denominator of an update, as in the authors' release.
@@ -36,12 +38,15 @@ GRADS = ("one_step", "bptt")
 class _NMFBuffers:
     """Memory reused by the K in-place NMF steps (see :meth:`NMF.precompute`)."""
 
-    numer: Tensor  # (B*S, N, R), D^T X
-    denom: Tensor  # (B*S, N, R), D^T D C
-    numer_d: Tensor  # (B*S, D, R), X C^T
-    denom_d: Tensor  # (B*S, D, R), D C C^T
+    numer: Tensor | None  # (B*S, N, R), D^T X
+    denom: Tensor | None  # (B*S, N, R), D^T D C
+    numer_d: Tensor | None  # (B*S, D, R), X C^T
+    denom_d: Tensor | None  # (B*S, D, R), D C C^T
     #: ``numer`` already holds D^T X for the current D (the initial codes' logits).
     numer_ready: bool = False
+    #: No preallocated memory (a trace or an export records the steps): the products are
+    #: fresh tensors (no ``out=``), the updates still in place and the logits still reused.
+    plain: bool = False
 
 
 class MatrixDecomposition2D(nn.Module):
@@ -286,10 +291,26 @@ class MatrixDecomposition2D(nn.Module):
             # (S, D, R) -> (B*S, D, R)
             return self.bases.to(x.dtype).repeat(batch, 1, 1)
         if generator is not None:
-            shared = self._draw_bases(self.S, D, x.device, x.dtype, generator)
             # (S, D, R) -> (B*S, D, R)
-            return shared.repeat(batch, 1, 1)
+            return self._seeded_bases(D, x, generator).repeat(batch, 1, 1)
         return self._draw_bases(BS, D, x.device, x.dtype)
+
+    def _seeded_bases(self, D: int, x: Tensor, generator: torch.Generator) -> Tensor:
+        """The seeded evaluation dictionary (S, D, R), drawn once per (seed, D, device, dtype)
+        and kept (not in the state dict): a pure function of those, so a trace or an export
+        records it as a constant and every call of the graph computes what eager evaluation
+        computes. ``generator`` is left where the draw leaves it (random initial codes come
+        next from it)."""
+        key = (self.eval_seed, D, x.device, x.dtype)
+        cached = self.__dict__.get("_seeded")
+        if cached is None or cached[0] != key:
+            with outside_trace():  # a constant of the trace, not a random operator
+                shared = self._draw_bases(self.S, D, x.device, x.dtype, generator)
+                cached = (key, shared, generator.get_state())
+            self.__dict__["_seeded"] = cached
+        else:
+            generator.set_state(cached[2])
+        return cached[1]
 
     def _iterate(
         self,
@@ -344,7 +365,9 @@ class MatrixDecomposition2D(nn.Module):
         """
         X = self._fold(x)  # (B*S, D, N)
         dictionary, coef = self._solve(X, x.shape[0], bases)
-        overwrite = reuse_input and self.spatial and not torch.is_grad_enabled()
+        overwrite = (
+            reuse_input and self.spatial and not torch.is_grad_enabled() and not is_tracing()
+        )
         # (B*S, D, R) @ (B*S, N, R)^T -> (B*S, D, N)
         out = torch.bmm(dictionary, coef.transpose(1, 2), out=X if overwrite else None)
         return self._unfold(out, x.shape)
@@ -460,8 +483,8 @@ class NMF(MatrixDecomposition2D):
         if aux is None:
             return super().init_coef(x, bases)
         # (B*S, D, N)^T @ (B*S, D, R) -> (B*S, N, R)
-        logits = torch.bmm(x.transpose(1, 2), bases, out=aux.numer)
-        aux.numer_ready = True
+        logits = torch.bmm(x.transpose(1, 2), bases, out=None if aux.plain else aux.numer)
+        aux.numer, aux.numer_ready = logits, True
         return logits.softmax(dim=-1)
 
     def precompute(self, x: Tensor, inplace: bool = False) -> _NMFBuffers | None:
@@ -469,6 +492,8 @@ class NMF(MatrixDecomposition2D):
         same memory instead of allocating (and page-faulting) eight new tensors."""
         if not inplace:
             return None
+        if is_tracing():  # recorded ops: no out= arguments (see _NMFBuffers.plain)
+            return _NMFBuffers(None, None, None, None, plain=True)
         BS, D, N = x.shape
         return _NMFBuffers(
             x.new_empty(BS, N, self.R),
@@ -486,7 +511,9 @@ class NMF(MatrixDecomposition2D):
         With ``buffers`` the update is done in place on ``coef`` (no autograd). The r x r Gram
         D^T D is formed first: (D^T D) C costs N r^2, D^T (D C) would cost 2 N D r.
         """
-        numer_out, denom_out = (buffers.numer, buffers.denom) if buffers else (None, None)
+        numer_out, denom_out = (
+            (buffers.numer, buffers.denom) if buffers and not buffers.plain else (None, None)
+        )
         # (B*S, D, R)^T @ (B*S, D, R) -> (B*S, R, R)
         gram = torch.bmm(bases.transpose(1, 2), bases)
         if buffers is not None and buffers.numer_ready:
@@ -509,7 +536,9 @@ class NMF(MatrixDecomposition2D):
         The r x r Gram C C^T is formed first: D (C C^T) costs D r^2, (D C) C^T would cost
         2 D N r.
         """
-        numer_out, denom_out = (buffers.numer_d, buffers.denom_d) if buffers else (None, None)
+        numer_out, denom_out = (
+            (buffers.numer_d, buffers.denom_d) if buffers and not buffers.plain else (None, None)
+        )
         # (B*S, D, N) @ (B*S, N, R) -> (B*S, D, R)
         numer = torch.bmm(x, coef, out=numer_out)
         # (B*S, N, R)^T @ (B*S, N, R) -> (B*S, R, R)
@@ -547,8 +576,9 @@ class NMF(MatrixDecomposition2D):
             Codes transposed, (B*S, N, R); a view of an (B*S, R, N) tensor on the one-step
             gradient path.
         """
-        if bases.requires_grad or coef.requires_grad or not torch.is_grad_enabled():
-            # Without autograd (inference) the (N, R) layout: X^T D is the faster product.
+        if bases.requires_grad or coef.requires_grad or not torch.is_grad_enabled() or is_tracing():
+            # Without autograd (inference) the (N, R) layout: X^T D is the faster product; a
+            # trace or an export records the plain ops of that layout too.
             return self._coef_update(x, bases, coef)
         with torch.no_grad():
             # (B*S, D, R)^T @ (B*S, D, R) -> (B*S, R, R)

@@ -27,6 +27,8 @@ from mmcv.cnn import ConvModule
 from torch import Tensor, nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
+from hamseg.compat.tracing import is_tracing
+
 from .decompositions import MatrixDecomposition2D
 
 __all__ = ["Layout", "applies", "forward"]
@@ -62,8 +64,8 @@ def applies(block: nn.Module, x: Tensor) -> bool:
         block: A module with ``layout()`` (:class:`Layout`) and ``fast_path_min_positions``.
         x: The block's input Z.
     """
-    if x.dim() != 4 or not x.is_contiguous() or not x.is_floating_point():
-        return False
+    if x.dim() != 4 or not x.is_contiguous() or not x.is_floating_point() or is_tracing():
+        return False  # a trace or an export records the module calls (no in-place writes)
     if x.shape[2] * x.shape[3] < block.fast_path_min_positions:
         return False
     if torch.is_autocast_enabled(x.device.type) or _has_global_hooks():

@@ -1,0 +1,197 @@
+"""Export a segmentor to ONNX with a deterministic dictionary, and verify it with ONNX Runtime.
+
+The exported graph takes what mmseg's data preprocessor produces, the normalised float32
+(N, 3, H, W) tensor, and returns ``EncoderDecoder.encode_decode``'s logits (N, num_classes, H, W).
+Every ham's evaluation dictionary is seeded (``eval_seed = seed``): the dictionary is drawn
+once, outside the trace, and enters the graph as a constant
+(:meth:`hamseg.models.decompositions.MatrixDecomposition2D._seeded_bases`), so the ONNX model
+computes exactly what the PyTorch model computes with that ``eval_seed``. NMF and VQ unroll into
+MatMul, Softmax, ReduceSum and Div; CD's ridge solve (``aten::linalg_solve``) has no ONNX
+operator and is refused up front (:class:`ExportError`). The TorchScript exporter
+(``dynamo=False``) is used: it records the eager model as evaluated.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from hamseg.models.decompositions import CD, MatrixDecomposition2D
+from hamseg.utils.cli import CLIError
+
+__all__ = [
+    "ExportError",
+    "SegmentorLogits",
+    "Verification",
+    "export_onnx",
+    "onnx_session",
+    "require_deploy",
+    "seed_hams",
+    "verify_onnx",
+]
+
+#: Relative logit difference above which --verify fails.
+TOLERANCE = 1e-4
+
+
+class ExportError(CLIError):
+    """The model cannot be exported (one line: what and why)."""
+
+
+def require_deploy() -> None:
+    """Raise one line naming the extra if onnx or onnxruntime is not installed."""
+    missing = [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise CLIError(
+            f"{' and '.join(missing)} not installed: pip install 'hamseg[deploy]' "
+            "(or pip install onnx onnxruntime onnxscript)"
+        )
+
+
+class SegmentorLogits(nn.Module):
+    """``segmentor.encode_decode(x)``: normalised (N, 3, H, W) -> logits (N, K, H, W)."""
+
+    def __init__(self, segmentor: nn.Module) -> None:
+        super().__init__()
+        self.segmentor = segmentor
+
+    def forward(self, x: Tensor) -> Tensor:
+        meta = [dict(img_shape=tuple(x.shape[2:]), pad_shape=tuple(x.shape[2:]))] * x.shape[0]
+        return self.segmentor.encode_decode(x, meta)
+
+
+def seed_hams(model: nn.Module, seed: int) -> list[str]:
+    """Set ``eval_seed`` of every ham; raise for one that cannot be exported.
+
+    Returns:
+        The names of the hams.
+
+    Raises:
+        ExportError: A CD ham (its ridge solve has no ONNX operator), or a ham whose
+            dictionary is not random/fixed/online (nothing to seed is fine).
+    """
+    names = []
+    for name, module in model.named_modules():
+        if not isinstance(module, MatrixDecomposition2D):
+            continue
+        if isinstance(module, CD):
+            raise ExportError(
+                f"{name} is a CD ham: its ridge solve (torch.linalg.solve, aten::linalg_solve) "
+                "has no ONNX operator; export an NMF or VQ model"
+            )
+        module.eval_seed = seed
+        names.append(name)
+    return names
+
+
+def export_onnx(
+    segmentor: nn.Module,
+    out: str,
+    shape: tuple[int, int],
+    dynamic: bool = False,
+    opset: int = 17,
+    seed: int = 0,
+    batch: int = 1,
+) -> SegmentorLogits:
+    """Export ``segmentor`` (eval mode) to ``out``.
+
+    Args:
+        segmentor: An mmseg ``EncoderDecoder`` (e.g. from :func:`hamseg.apis.init_segmentor`).
+        out: The .onnx file to write.
+        shape: (H, W) of the example input.
+        dynamic: Make N, H and W dynamic axes.
+        opset: ONNX opset.
+        seed: ``eval_seed`` of every ham (the dictionary in the graph).
+        batch: N of the example input.
+
+    Returns:
+        The exported PyTorch module (for :func:`verify_onnx`).
+
+    Raises:
+        ExportError: An unsupported ham, or the backbone cannot take ``shape``.
+    """
+    require_deploy()
+    seed_hams(segmentor, seed)
+    model = SegmentorLogits(segmentor.eval()).eval()
+    example = torch.randn(batch, 3, *shape, generator=torch.Generator().manual_seed(seed))
+    try:
+        with torch.no_grad():
+            model(example)  # eager: draws the seeded dictionaries outside any trace
+    except RuntimeError as err:
+        raise ExportError(
+            f"the model cannot take an input of {shape[0]}x{shape[1]}: {' '.join(str(err).split())}"
+        ) from None
+    axes = {0: "batch", 2: "height", 3: "width"}
+    with torch.no_grad():
+        torch.onnx.export(
+            model,
+            (example,),
+            out,
+            dynamo=False,
+            opset_version=opset,
+            input_names=["input"],
+            output_names=["logits"],
+            dynamic_axes={"input": axes, "logits": axes} if dynamic else None,
+        )
+    return model
+
+
+@dataclass(frozen=True)
+class Verification:
+    """ONNX Runtime against PyTorch on one random input."""
+
+    shape: tuple[int, ...]
+    max_abs: float
+    max_rel: float
+    argmax_agreement: float
+
+    @property
+    def ok(self) -> bool:
+        return self.max_rel <= TOLERANCE
+
+    def line(self) -> str:
+        return (
+            f"{'x'.join(map(str, self.shape))}: max |diff| {self.max_abs:.3g}, relative "
+            f"{self.max_rel:.3g}, argmax agreement {100 * self.argmax_agreement:.3f}%"
+            f" -> {'ok' if self.ok else f'FAILED (> {TOLERANCE:g})'}"
+        )
+
+
+def onnx_session(path: str, threads: int = 0) -> Any:
+    """An ONNX Runtime CPU session with full graph optimisation."""
+    require_deploy()
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads:
+        options.intra_op_num_threads = threads
+    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
+def verify_onnx(
+    model: nn.Module, path: str, shapes: Sequence[tuple[int, int, int, int]], seed: int = 1
+) -> list[Verification]:
+    """Compare ONNX Runtime's logits with ``model``'s on a random input of each shape."""
+    session = onnx_session(path)
+    results = []
+    for i, shape in enumerate(shapes):
+        x = torch.randn(*shape, generator=torch.Generator().manual_seed(seed + i))
+        with torch.no_grad():
+            ref = model(x).numpy()
+        got = session.run(None, {"input": x.numpy()})[0]
+        diff = np.abs(got - ref)
+        results.append(
+            Verification(
+                tuple(shape),
+                float(diff.max()),
+                float(diff.max() / max(np.abs(ref).max(), 1e-12)),
+                float((got.argmax(1) == ref.argmax(1)).mean()),
+            )
+        )
+    return results

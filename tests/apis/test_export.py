@@ -1,0 +1,149 @@
+"""ONNX export (tools/deploy/export_onnx.py, hamseg.apis.export) checked by ONNX Runtime."""
+
+from __future__ import annotations
+
+import os.path as osp
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from hamseg.apis import init_segmentor
+from hamseg.apis.export import ExportError, export_onnx, seed_hams, verify_onnx
+from tests.conftest import REPO
+from tests.helpers import (
+    make_checkpoint,
+    one_thread,  # noqa: F401  (fixture)
+)
+from tests.tools.test_finetune_path import run
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+DEMO = osp.join(REPO, "configs", "demo")
+NMF = osp.join(DEMO, "hamhead-nmf_r18-d8_context-shapes.py")
+VQ = osp.join(DEMO, "hamhead-vq_r18-d8_context-shapes.py")
+CD = osp.join(DEMO, "hamhead-cd_r18-d8_context-shapes.py")
+EXPORT = "tools/deploy/export_onnx.py"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", [NMF, VQ], ids=["nmf", "vq"])
+def test_exported_logits_equal_pytorch_seeded_at_two_sizes(tmp_path, config):
+    ckpt = make_checkpoint(str(tmp_path / "m.pth"), config)
+    out = str(tmp_path / "m.onnx")
+    args = [EXPORT, config, ckpt, "--out", out, "--shape", "97", "129", "--dynamic", "--verify"]
+    proc = run(*args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = re.findall(
+        r"^(\d+x3x\d+x\d+): max \|diff\| (\S+), relative (\S+), argmax .* (\S+)%", proc.stdout, re.M
+    )
+    assert [s for s, *_ in lines] == ["1x3x97x129", "2x3x129x113"]
+    for _, _, rel, agree in lines:
+        assert float(rel) < 1e-4 and float(agree) >= 99.9
+
+
+def test_the_graph_is_the_seeded_model_and_is_deterministic(tmp_path):
+    import onnxruntime as ort
+
+    model = init_segmentor(make_checkpoint(str(tmp_path / "m.pth")), NMF)
+    path = str(tmp_path / "m.onnx")
+    exported = export_onnx(model, path, (65, 65), dynamic=True, seed=3)
+    assert model.decode_head.hamburger.ham.eval_seed == 3
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    x = torch.rand(1, 3, 81, 65)
+    a = session.run(None, {"input": x.numpy()})[0]
+    b = session.run(None, {"input": x.numpy()})[0]
+    assert np.array_equal(a, b)  # no random operator in the graph
+    with torch.no_grad():
+        ref = exported(x).numpy()
+    assert np.abs(a - ref).max() / np.abs(ref).max() < 1e-4
+    (check,) = verify_onnx(exported, path, [(1, 3, 65, 65)])
+    assert check.ok and check.argmax_agreement >= 0.999
+
+
+def test_cd_is_refused_naming_the_missing_operator(tmp_path):
+    model = init_segmentor(make_checkpoint(str(tmp_path / "cd.pth"), CD), CD)
+    with pytest.raises(ExportError, match=r"aten::linalg_solve\) has no ONNX operator"):
+        seed_hams(model, 0)
+    proc = run(EXPORT, CD, str(tmp_path / "cd.pth"), "--out", str(tmp_path / "cd.onnx"))
+    assert proc.returncode == 2 and "error: decode_head.hamburger.ham is a CD ham" in proc.stderr
+    assert not osp.exists(tmp_path / "cd.onnx")
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path):
+    ckpt = make_checkpoint(str(tmp_path / "m.pth"))
+    out = str(tmp_path / "m.onnx")
+    cases = [
+        ([EXPORT, NMF, str(tmp_path / "missing.pth"), "--out", out], "checkpoint file not found"),
+        ([EXPORT, "configs/nope.py", ckpt, "--out", out], "config file not found: configs/nope.py"),
+        ([EXPORT, NMF, ckpt, "--out", out, "--shape", "0", "64"], "cannot take an input of 0x64"),
+    ]
+    for args, message in cases:
+        proc = run(*args)
+        errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+        assert proc.returncode == 2 and len(errors) == 1 and message in errors[0], proc.stderr[
+            -2000:
+        ]
+        assert "Traceback" not in proc.stderr
+
+
+def test_without_onnxruntime_the_tool_names_the_extra(tmp_path):
+    ckpt = make_checkpoint(str(tmp_path / "m.pth"))
+    code = (
+        "import sys, runpy; sys.modules['onnxruntime'] = None; sys.argv = sys.argv[1:]; "
+        "runpy.run_path(sys.argv[0], run_name='__main__')"
+    )
+    proc = run("-c", code, EXPORT, NMF, ckpt, "--out", str(tmp_path / "m.onnx"))
+    assert proc.returncode == 2
+    assert "error: onnxruntime not installed: pip install 'hamseg[deploy]'" in proc.stderr
+
+
+def test_jit_trace_of_a_seeded_head_is_the_same_at_every_call(tmp_path):
+    model = init_segmentor(make_checkpoint(str(tmp_path / "m.pth")), NMF)
+    seed_hams(model, 0)
+    from hamseg.apis.export import SegmentorLogits
+
+    wrapped = SegmentorLogits(model).eval()
+    x = torch.rand(1, 3, 65, 65)
+    with torch.no_grad():
+        traced = torch.jit.trace(wrapped, x, check_trace=False)  # no eager call before
+        first, second = traced(x), traced(x)
+        assert torch.equal(first, second)
+        torch.testing.assert_close(first, wrapped(x), rtol=1e-5, atol=1e-6)
+
+
+def test_infer_with_onnxruntime_writes_the_same_label_maps(tmp_path):
+    import cv2
+
+    ckpt = make_checkpoint(str(tmp_path / "m.pth"))
+    model = init_segmentor(ckpt, NMF)
+    onnx_file = str(tmp_path / "m.onnx")
+    export_onnx(model, onnx_file, (64, 64), dynamic=True, seed=0)
+    images = tmp_path / "images"
+    images.mkdir()
+    rng = np.random.default_rng(0)
+    for i, (h, w) in enumerate([(57, 71), (64, 49)]):
+        cv2.imwrite(str(images / f"{i}.png"), rng.integers(0, 255, (h, w, 3), dtype=np.uint8))
+    seeded = ["--config", NMF, "--save-label", "--no-progress"]
+    # the PyTorch side with the same eval_seed as the export (the demo config's is 0 too)
+    torch_run = run(
+        "tools/infer.py",
+        str(images),
+        "--checkpoint",
+        ckpt,
+        "--out-dir",
+        str(tmp_path / "pt"),
+        *seeded,
+    )
+    ort_run = run(
+        "tools/infer.py", str(images), "--checkpoint", ckpt, "--out-dir", str(tmp_path / "ort"),
+        *seeded, "--backend", "onnxruntime", "--model", onnx_file,
+    )  # fmt: skip
+    assert torch_run.returncode == 0 and ort_run.returncode == 0, ort_run.stderr[-2000:]
+    for i in range(2):
+        a = cv2.imread(str(tmp_path / "pt" / f"{i}_label.png"), cv2.IMREAD_UNCHANGED)
+        b = cv2.imread(str(tmp_path / "ort" / f"{i}_label.png"), cv2.IMREAD_UNCHANGED)
+        assert a.shape == b.shape and (a == b).mean() >= 0.999
+    missing = run("tools/infer.py", str(images), "--checkpoint", ckpt, "--backend", "onnxruntime")
+    assert missing.returncode == 2 and "--backend onnxruntime needs --model" in missing.stderr

@@ -1,0 +1,48 @@
+"""CPU latency, PyTorch eager vs ONNX Runtime, of the demo model (1x3x128x128) and
+configs/ham_voc.py (1x3x513x513); docs/deploy.md records one run::
+
+    python tools/benchmark_deploy.py [--runs 10] [--threads N] [--out FILE.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os.path as osp
+import sys
+
+sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))  # run from a checkout
+
+import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mmseg is used)
+
+# isort: split
+from hamseg.apis.export import require_deploy  # noqa: E402
+from hamseg.benchmark.deploy import DEFAULT_CASES, latency, markdown  # noqa: E402
+from hamseg.utils.cli import CLIError, run_cli  # noqa: E402
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--runs", type=int, default=10)
+    p.add_argument(
+        "--threads", type=int, default=0, help="ONNX Runtime intra-op threads (0: its default)"
+    )
+    p.add_argument("--device", default="cpu", help="cpu only (ONNX Runtime's CPU provider)")
+    p.add_argument("--out", help="also write the table to this markdown file")
+    p.add_argument("--out-dir", help="also write deploy.md into this folder (tools/gpu_check.sh)")
+    args = p.parse_args()
+    if args.device != "cpu":
+        raise CLIError(f"--device {args.device}: this benchmark measures the CPU provider only")
+    require_deploy()
+    rows = [
+        (label, latency(cfg, size, args.runs, args.threads)) for label, cfg, size in DEFAULT_CASES
+    ]
+    table = markdown(rows)
+    print(table)
+    for path in [args.out, args.out_dir and osp.join(args.out_dir, "deploy.md")]:
+        if path:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(table)
+
+
+if __name__ == "__main__":
+    run_cli(main)
