@@ -147,3 +147,18 @@ def test_infer_with_onnxruntime_writes_the_same_label_maps(tmp_path):
         assert a.shape == b.shape and (a == b).mean() >= 0.999
     missing = run("tools/infer.py", str(images), "--checkpoint", ckpt, "--backend", "onnxruntime")
     assert missing.returncode == 2 and "--backend onnxruntime needs --model" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["polynl_r18-d8_context-shapes.py", "hamlighthead-nmf_mscan-t_context-shapes.py"],
+    ids=["polynl", "segnext"],
+)
+def test_other_heads_export_and_match(tmp_path, name):
+    """PolyNLHead and the SegNeXt head (HamLightHead on MSCAN-T) export like HamHead."""
+    config = osp.join(DEMO, name)
+    model = init_segmentor(make_checkpoint(str(tmp_path / "m.pth"), config), config)
+    path = str(tmp_path / "m.onnx")
+    exported = export_onnx(model, path, (64, 64), dynamic=True, seed=0)
+    for check in verify_onnx(exported, path, [(1, 3, 64, 64), (2, 3, 96, 64)]):
+        assert check.ok and check.argmax_agreement >= 0.999, check.line()
