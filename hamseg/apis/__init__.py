@@ -21,11 +21,13 @@ from .inference import (
     predict_label,
     segment_images,
 )
+from .mmseg_api import HamSegInferencer, inference_model, init_model, resolve_model_name
 from .overlay import draw_overlay
 
 __all__ = [
     "IMAGE_EXTENSIONS",
     "CheckpointMismatchError",
+    "HamSegInferencer",
     "ImageDecodeError",
     "InferenceReport",
     "check_checkpoint_file",
@@ -33,6 +35,8 @@ __all__ = [
     "class_info",
     "collect_inputs",
     "draw_overlay",
+    "inference_model",
+    "init_model",
     "init_segmentor",
     "load_checkpoint_strict",
     "load_state_dict_strict",
@@ -40,5 +44,6 @@ __all__ = [
     "predict_label",
     "read_image_rgb",
     "reinitialised_by_load_from",
+    "resolve_model_name",
     "segment_images",
 ]
