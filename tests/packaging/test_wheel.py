@@ -25,10 +25,11 @@ CONFIG = "demo/hamhead-nmf_r18-d8_context-shapes.py"
 SUFFIXES = (".py", ".yaml", ".yml", ".md")
 
 ONLY_THE_INSTALLED_COPY = """
+import os
 import sys
 import hamseg
 assert hamseg.__file__.startswith({target!r}), hamseg.__file__
-assert not any(p and {repo!r} in p for p in sys.path), sys.path
+assert {repo!r} not in {{os.path.realpath(p or '.') for p in sys.path}}, sys.path  # the venv may live inside it
 from mmengine.config import Config
 from mmengine.hub import get_config
 print(Config.fromfile("hamseg::{config}").filename)
