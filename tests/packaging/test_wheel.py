@@ -29,7 +29,7 @@ import os
 import sys
 import hamseg
 assert hamseg.__file__.startswith({target!r}), hamseg.__file__
-assert {repo!r} not in {{os.path.realpath(p or '.') for p in sys.path}}, sys.path  # the venv may live inside it
+assert {repo!r} not in {{os.path.realpath(p or '.') for p in sys.path}}, sys.path
 from mmengine.config import Config
 from mmengine.hub import get_config
 print(Config.fromfile("hamseg::{config}").filename)
