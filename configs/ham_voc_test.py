@@ -2,8 +2,8 @@
 # see configs/hamnet/hamnet_r101-d8_8xb2-20k_voc12trainval-513x513_voc12test.py.
 #   python tools/test.py configs/ham_voc_test.py \
 #       work_dirs/hamnet_r101-d8_8xb2-20k_voc12trainval-513x513/iter_20000.pth --tta
-# writes <work_dir below>/submission/results.tar.gz (--out DIR or
-# --cfg-options test_evaluator.output_dir=DIR to put it elsewhere).
+# writes work_dirs/hamnet_r101-d8_8xb2-20k_voc12trainval-513x513_voc12test/submission/results.tar.gz
+# (test_evaluator.output_dir; --work-dir does not move it: --out DIR puts it elsewhere).
 _base_ = ["./hamnet/hamnet_r101-d8_8xb2-20k_voc12trainval-513x513_voc12test.py"]
 # One recipe, one work dir: the long name's, whichever name started the run (--work-dir overrides).
 work_dir = "work_dirs/hamnet_r101-d8_8xb2-20k_voc12trainval-513x513_voc12test"

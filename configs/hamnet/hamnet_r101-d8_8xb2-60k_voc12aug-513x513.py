@@ -12,6 +12,6 @@ model = dict(data_preprocessor=dict(size=(513, 513)))
 # padded to 8k+1. merge="prob_mean" / pad_stride=None give mmseg's SegTTAModel behaviour.
 tta_model = dict(type="HamSegTTAModel", merge="logits_sum", pad_stride=8)
 # Seed 66 as the release, offset by the rank (mmengine: seed + rank) so that every GPU draws its
-# own NMF dictionaries and dropout masks, as in the release (the weights still start equal on every
-# rank: mmengine broadcasts rank 0's after init_weights).
+# own NMF dictionaries, as in the release (the weights still start equal on every rank: mmengine
+# broadcasts rank 0's after init_weights). docs/recipes.md, "Seed".
 randomness = dict(seed=66, diff_rank_seed=True)

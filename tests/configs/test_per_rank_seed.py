@@ -1,5 +1,5 @@
 """Per-rank seeds of the paper recipes: seed 66 (the release's), offset by the rank, so every GPU
-draws its own NMF dictionaries and dropout masks (as in the release).
+draws its own NMF dictionaries (as in the release).
 
 The torchrun test is the issue's acceptance test: 2 gloo processes of tools/train.py on a tiny
 HamHead model, each dumping its first training-mode NMF dictionary; with

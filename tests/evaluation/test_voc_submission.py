@@ -145,10 +145,14 @@ def submission_setup(tmp_path_factory) -> dict:
     )
 
 
-def run_submission(setup: dict, out: str, *extra: str) -> str:
+def run_submission(setup: dict, out: str, *extra: str, out_flag: bool = False) -> str:
+    """tools/test.py writing the submission to ``out``: by ``--out`` (``out_flag``, what
+    docs/recipes.md shows) or by ``test_evaluator.output_dir``."""
     args = [TEST, setup["config"], setup["checkpoint"], *extra, "--work-dir", out + "_work"]
+    args += ["--out", out] if out_flag else []
     args += ["--cfg-options", f"test_dataloader.dataset.data_root={setup['root']}"]
-    result = run_tool([*args, f"test_evaluator.output_dir={out}"], timeout=600)
+    args += [] if out_flag else [f"test_evaluator.output_dir={out}"]
+    result = run_tool(args, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout + result.stderr
 
@@ -181,7 +185,7 @@ def test_submission_end_to_end_single_scale(submission_setup):
     from mmseg.apis import inference_model, init_model
 
     out = str(submission_setup["tmp"] / "single")
-    preds = check_submission(out, run_submission(submission_setup, out))
+    preds = check_submission(out, run_submission(submission_setup, out, out_flag=True))
     # the PNGs are the model's predictions at the original size
     cfg = Config.fromfile(submission_setup["config"])
     model = init_model(cfg, submission_setup["checkpoint"], device="cpu")

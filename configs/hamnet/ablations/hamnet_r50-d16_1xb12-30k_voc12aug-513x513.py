@@ -28,6 +28,6 @@ model = dict(
 train_dataloader = dict(batch_size=12)
 tta_model = dict(type="HamSegTTAModel", merge="logits_sum", pad_stride=8)
 # Seed 66 as the release, offset by the rank (mmengine: seed + rank) so that every GPU draws its
-# own NMF dictionaries and dropout masks, as in the release (the weights still start equal on every
-# rank: mmengine broadcasts rank 0's after init_weights).
+# own NMF dictionaries, as in the release (the weights still start equal on every rank: mmengine
+# broadcasts rank 0's after init_weights). docs/recipes.md, "Seed".
 randomness = dict(seed=66, diff_rank_seed=True)
