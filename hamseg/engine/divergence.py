@@ -15,13 +15,18 @@ with ``max_keep_ckpts`` they rotate the last good ones away. :class:`NonFiniteLo
 
 All ranks agree (:func:`~hamseg.engine.stop.agree_max`: losses differ per rank) and raise
 :class:`TrainingDiverged` together, e.g. ``non-finite loss at iteration 7 (loss=nan,
-decode.loss_ce=nan)``. Iterations count from 1, as in the log lines and ``iter_N.pth``. Raising
-from ``after_train_iter`` with priority 80 runs after the logger (60) and the LR scheduler (70)
-but before ``CheckpointHook`` (90): no checkpoint of this iteration is written, no older one is
-removed, and the ``after_train`` hooks (where a final save could happen) never run, so
-``last_checkpoint`` keeps naming the last good checkpoint. The process exits with
-:data:`DIVERGED_EXIT_CODE` (65, ``EX_DATAERR`` of sysexits.h: resuming the same run reproduces
-it, so a script must not simply requeue it).
+decode.loss_ce=nan)``; without a loss scaler a non-finite loss is reported as such, even when the
+weights are non-finite too. The weights check is the safety net for a loss that is still finite
+when the state is not (AdamW steps with a huge learning rate, or activations so large that BN's
+running variance overflows while its normalized output, hence the loss, stays finite): ``non-finite
+parameters or buffers after iteration 2 (loss=7.854e+14, ...; non-finite:
+decode_head.hamburger.cheese.bn.running_var, ...)``, naming the first such tensors. Iterations
+count from 1, as in the log lines and ``iter_N.pth``. Raising from ``after_train_iter`` with
+priority 80 runs after the logger (60) and the LR scheduler (70) but before ``CheckpointHook``
+(90): no checkpoint of this iteration is written, no older one is removed, and the ``after_train``
+hooks (where a final save could happen) never run, so ``last_checkpoint`` keeps naming the last
+good checkpoint. The process exits with :data:`DIVERGED_EXIT_CODE` (65, ``EX_DATAERR`` of
+sysexits.h: resuming the same run reproduces it, so a script must not simply requeue it).
 """
 
 from __future__ import annotations
@@ -60,6 +65,17 @@ def _loss_scalers(optim_wrapper: Any) -> list:
     )
     scalers = [getattr(wrapper, "loss_scaler", None) for wrapper in wrappers]
     return [s for s in scalers if s is not None and s.is_enabled()]
+
+
+def _non_finite_names(model: torch.nn.Module, shown: int = 3) -> str:
+    """The first ``shown`` names of the model's non-finite float parameters and buffers."""
+    names = [
+        name
+        for name, tensor in (*model.named_parameters(), *model.named_buffers())
+        if tensor.is_floating_point() and not bool(tensor.detach().isfinite().all())
+    ]
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 @HOOKS.register_module()
@@ -134,8 +150,11 @@ class NonFiniteLossHook(Hook):
         step = runner.iter + 1
         if bad_rank == get_rank():
             shown = ", ".join(
-                f"{k}={float(torch.as_tensor(v).float().mean()):.4g}" for k, v in losses.items()
+                f"{k}={float(torch.as_tensor(v).detach().float().mean()):.4g}"
+                for k, v in losses.items()
             )
+            if kind == _WEIGHTS:
+                shown += f"; non-finite: {_non_finite_names(runner.model)}"
         else:
             shown = f"on rank {bad_rank}"
         if kind == _LOSS:

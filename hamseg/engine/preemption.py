@@ -19,7 +19,9 @@ config that has none) turns a signal into a clean stop:
 5. Validation is skipped, the loop ends, the usual ``after_train``/``after_run`` hooks run (logs
    and visualizer backends are closed), then :class:`TrainingPreempted` leaves ``runner.train()``
    and the process exits with :data:`PREEMPTED_EXIT_CODE` (75, ``EX_TEMPFAIL`` of sysexits.h:
-   "temporary failure, try again"; 0 would mean a finished run, 2 a usage error).
+   "temporary failure, try again"; 0 would mean a finished run, 2 a usage error). Until then
+   further signals are recorded, and from the moment ``tools/train.py`` exits they are ignored
+   (:func:`ignore_signals_until_exit`).
 
 SIGTERM does not requeue by default: ``scancel`` sends SIGTERM too, and a cancelled job must
 stay cancelled. tools/slurm_submit.sh asks slurm for SIGUSR1 a few minutes before the time limit.
@@ -46,7 +48,12 @@ from hamseg.compat.atomic_checkpoint import atomic_write_bytes
 
 from .stop import TrainingStopped, agree_max
 
-__all__ = ["PREEMPTED_EXIT_CODE", "PreemptionHook", "TrainingPreempted"]
+__all__ = [
+    "PREEMPTED_EXIT_CODE",
+    "PreemptionHook",
+    "TrainingPreempted",
+    "ignore_signals_until_exit",
+]
 
 #: Exit code of a run stopped by a signal after writing its checkpoint (sysexits.h EX_TEMPFAIL).
 PREEMPTED_EXIT_CODE = 75
@@ -60,6 +67,34 @@ def _signum(spec: SignalSpec) -> int:
         return int(signal.Signals(spec))
     name = spec.upper()
     return int(signal.Signals[name if name.startswith("SIG") else f"SIG{name}"])
+
+
+def ignore_signals_until_exit() -> list[int]:
+    """Ignore the signals a :class:`PreemptionHook` handles, for a process about to exit.
+
+    ``tools/train.py`` (:func:`hamseg.utils.cli.run_cli`) calls this once a run has stopped
+    (:class:`~hamseg.engine.stop.TrainingStopped`, exit code 75 or 65). The exit takes seconds
+    (module, C++ and process-group teardown), and while it finalizes, CPython (``_PySignal_Fini``)
+    puts the default action back for every signal with a Python handler, so a signal then, e.g.
+    the SIGTERM torchrun sends to every rank once one has exited, would end the process with
+    -15 instead of its exit code. ``SIG_IGN`` is the one handler CPython leaves in place.
+
+    Returns:
+        The signal numbers now ignored (main thread only; none elsewhere).
+    """
+    ignored = []
+    for signum in signal.valid_signals():
+        try:
+            handler = signal.getsignal(signum)
+        except (OSError, ValueError):  # not a signal of this platform
+            continue
+        if isinstance(getattr(handler, "__self__", None), PreemptionHook):
+            try:
+                signal.signal(signum, signal.SIG_IGN)
+            except ValueError:  # not the main thread
+                return ignored
+            ignored.append(int(signum))
+    return ignored
 
 
 class TrainingPreempted(TrainingStopped):

@@ -20,6 +20,7 @@ __all__ = [
     "CLIError",
     "build_config",
     "enable_amp",
+    "require_config",
     "require_file",
     "run_cli",
     "user_message",
@@ -40,6 +41,51 @@ def require_file(path: str, what: str) -> str:
     if not osp.isfile(path):
         raise CLIError(f"{what} not found: {path}")
     return path
+
+
+def require_config(config: str) -> str:
+    """Path of a config argument: a file, or a packaged config named ``PACKAGE::DIR/FILE.py``.
+
+    ``hamseg::demo/hamhead-nmf_r18-d8_context-shapes.py`` is a config shipped inside hamseg
+    (``hamseg/.mim/configs``: it works from a pip install, without a checkout) and
+    ``mmseg::fcn/fcn_r50-d8_4xb2-40k_cityscapes-512x1024.py`` one of mmseg's, the names a
+    ``_base_`` takes (:mod:`hamseg.compat.package_lookup`). A file of that name in the current
+    folder wins.
+
+    Args:
+        config: The config argument of a command line.
+
+    Returns:
+        The config file's path.
+
+    Raises:
+        CLIError: No such file; for a packaged name, no such package or packaged config.
+    """
+    if osp.isfile(config) or "::" not in config:
+        return require_file(config, "config file")
+    from mmengine.config.utils import PKG2PROJECT
+    from mmengine.utils import get_installed_path
+
+    from hamseg.compat.package_lookup import hamseg_config_path
+
+    package = config.partition("::")[0]
+    if package not in PKG2PROJECT:
+        detail = (
+            f"unknown package {package!r}: name hamseg::DIR/FILE.py, mmseg::DIR/FILE.py or a file"
+        )
+    else:
+        try:
+            if package == "hamseg":
+                return hamseg_config_path(config)
+            return require_file(Config._get_cfg_path(config, "")[0], "config file")
+        except FileNotFoundError:
+            folder = osp.join(get_installed_path(package), ".mim", "configs")
+            detail = f"no such file in {folder}"
+        except ImportError:
+            detail = f"{package} is not installed"
+        except ValueError:  # mmengine's name pattern
+            detail = f"name a packaged config {package}::DIR/FILE.py"
+    raise CLIError(f"config file not found: {config} ({detail})")
 
 
 def _mpi_env() -> None:
@@ -67,7 +113,7 @@ def build_config(
     """Load a config as mmseg's tools do and prepare the launcher.
 
     Args:
-        config: Path of the config file.
+        config: Path of the config file, or a packaged config (:func:`require_config`).
         cfg_options: ``--cfg-options`` overrides.
         work_dir: ``--work-dir``; default ``./work_dirs/<config name>``.
         launcher: One of :data:`LAUNCHERS`. On CPU machines a gloo group is set up here.
@@ -80,7 +126,8 @@ def build_config(
     Raises:
         CLIError: A missing config, or ``--launcher mpi`` outside OpenMPI's mpirun.
     """
-    cfg = Config.fromfile(require_file(config, "config file"))
+    path = require_config(config)
+    cfg = Config.fromfile(path)
     cfg.launcher = launcher
     if cfg_options:
         old_root = cfg.get("data_root")
@@ -90,7 +137,7 @@ def build_config(
     if work_dir is not None:
         cfg.work_dir = work_dir
     elif cfg.get("work_dir") is None:
-        cfg.work_dir = osp.join("./work_dirs", osp.splitext(osp.basename(config))[0])
+        cfg.work_dir = osp.join("./work_dirs", osp.splitext(osp.basename(path))[0])
     if launcher == "mpi":
         _mpi_env()
     os.environ.setdefault("LOCAL_RANK", str(local_rank))
@@ -114,8 +161,11 @@ def _apply_data_root(cfg: Config, old: object, new: str) -> None:
     for split in SPLITS:
         loader = cfg.get(f"{split}_dataloader")
         for dataset in leaf_datasets(loader.get("dataset") if loader else None):
-            if old is not None and dataset.get("data_root") == old:
+            root = dataset.get("data_root")
+            if old is not None and root == old:
                 dataset["data_root"] = new
+                moved.append(split)
+            elif root == new:  # also set by a <split>_dataloader.dataset.data_root option
                 moved.append(split)
     if not moved:
         raise CLIError(
@@ -166,12 +216,16 @@ def run_cli(main: Callable[[], None]) -> None:
     refused as unsafe or corrupt; raised in a DataLoader worker too (the original message,
     :func:`user_message`). A run stopped on purpose
     (:class:`~hamseg.engine.stop.TrainingStopped`: a signal, code 75; divergence, code 65) is
-    one line from the main rank and its own exit code. Anything else keeps its traceback.
+    one line from the main rank and its own exit code; the signals the pre-emption hook handles
+    are ignored from then on, until the process has exited
+    (:func:`~hamseg.engine.preemption.ignore_signals_until_exit`). Anything else keeps its
+    traceback.
     """
     from mmengine.dist import is_main_process
 
     from hamseg.compat.checkpoint import CorruptCheckpointError, UnsafeCheckpointError
     from hamseg.datasets.checks import ClassCountError, InvalidSampleError
+    from hamseg.engine.preemption import ignore_signals_until_exit
     from hamseg.engine.stop import TrainingStopped
 
     user_errors = (
@@ -185,6 +239,7 @@ def run_cli(main: Callable[[], None]) -> None:
     try:
         main()
     except TrainingStopped as stop:
+        ignore_signals_until_exit()  # a signal during the seconds of exit keeps the exit code
         if is_main_process():
             print(f"{stop.label}{' '.join(str(stop).split())}", file=sys.stderr)
         sys.exit(stop.exit_code)

@@ -4,7 +4,8 @@ mmseg's tools (``mmseg/.mim/tools/...``) import ``mmseg.apis`` / ``mmseg.models`
 an mmcv-lite stack that fails ("No module named 'mmcv._ext'") unless hamseg has adapted the stack,
 and a config's ``custom_imports`` cannot help: the failure comes before any config is read. This
 front end imports hamseg (which also registers hamseg's modules), checks the inputs that mmseg's
-scripts would otherwise mishandle, applies the minimal fixes for bugs of the scripts themselves
+scripts would otherwise mishandle (and turns a packaged config name, ``hamseg::demo/x.py``, into
+its file), applies the minimal fixes for bugs of the scripts themselves
 (:mod:`hamseg.compat.mmseg_tool_fixes`) and runs the script with :mod:`runpy`, ``sys.argv`` set as
 if it had been started directly. Everything after TOOL is the script's own command line.
 """
@@ -21,7 +22,7 @@ from typing import Optional
 import hamseg  # noqa: F401  (adapts the stack before mmseg's scripts import mmseg)
 from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.compat.mmseg_tool_fixes import tool_fixes
-from hamseg.utils.cli import CLIError, require_file, run_cli
+from hamseg.utils.cli import CLIError, require_config, require_file, run_cli
 
 __all__ = ["TOOLS", "check_inputs", "main", "mmseg_tools_dir", "resolve_tool", "run_tool"]
 
@@ -107,12 +108,17 @@ def _check_plot_packages() -> None:
         )
 
 
-def check_inputs(script: str, argv: list[str]) -> None:
+def check_inputs(script: str, argv: list[str]) -> list[str]:
     """Refuse, with one line, inputs that mmseg's script would mishandle.
 
     Args:
         script: Path relative to mmseg's tools folder (:func:`resolve_tool`'s second value).
         argv: The script's command line.
+
+    Returns:
+        ``argv`` with a packaged config name (``hamseg::demo/x.py``, ``mmseg::fcn/x.py``;
+        :func:`~hamseg.utils.cli.require_config`) replaced by its file, which mmseg's scripts
+        can read.
 
     Raises:
         CLIError: A missing config or checkpoint (benchmark.py would silently time an untrained
@@ -121,8 +127,9 @@ def check_inputs(script: str, argv: list[str]) -> None:
         UnsafeCheckpointError: publish_model's checkpoint holds pickled objects besides weights.
     """
     args = _positionals(argv)
+    argv = list(argv)
     if script in _CONFIG_FIRST and args:
-        require_file(args[0], "config file")
+        argv[0] = require_config(args[0])
     if script == "analysis_tools/benchmark.py" and len(args) > 1:
         require_file(args[1], "checkpoint")
     if script == "misc/publish_model.py" and args:
@@ -133,12 +140,13 @@ def check_inputs(script: str, argv: list[str]) -> None:
         load_checkpoint_file(require_file(args[0], "checkpoint"))
     if script == "analysis_tools/analyze_logs.py":
         _check_plot_packages()
+    return argv
 
 
 def run_tool(name: str, argv: list[str]) -> None:
     """Run mmseg's tool ``name`` with the command line ``argv``, on the adapted stack."""
     path, script = resolve_tool(name)
-    check_inputs(script, argv)
+    argv = check_inputs(script, argv)
     saved = sys.argv
     sys.argv = [path, *argv]
     try:

@@ -69,7 +69,8 @@ class Recorder(Hook):
     def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None):
         scaler = getattr(runner.optim_wrapper, "loss_scaler", None)
         weight = runner.model.decode_head.conv_seg.weight.detach().clone()
-        self.rows.append((float(outputs["loss"]), scaler.get_scale() if scaler else None, weight))
+        loss = float(outputs["loss"].detach())
+        self.rows.append((loss, scaler.get_scale() if scaler else None, weight))
 
 
 def train(cfg: Config) -> tuple[TrainingDiverged | None, Recorder]:
@@ -83,12 +84,18 @@ def train(cfg: Config) -> tuple[TrainingDiverged | None, Recorder]:
     "lr,pattern",
     [
         (1e8, r"^non-finite loss at iteration (\d+) \(loss=nan, decode.loss_ce=nan\)"),
-        # a finite loss whose update overflows: caught before iter_N.pth holds the inf weights
-        (1e4, r"^non-finite parameters or buffers after iteration (\d+) \(loss=[0-9.e+]+,"),
+        # a finite loss whose update overflows (here BN's running variances first): caught
+        # before iter_N.pth holds the inf tensors, which the message names
+        (
+            1e4,
+            r"^non-finite parameters or buffers after iteration (\d+) \(loss=[0-9.e+]+, "
+            r"decode.loss_ce=[0-9.e+]+; non-finite: backbone.stem.4.running_var, "
+            r"[\w.]+, [\w.]+ and \d+ more\)",
+        ),
     ],
 )
 def test_huge_learning_rate_stops_before_saving_non_finite_weights(
-    tmp_path, tiny_data, lr, pattern
+    tmp_path, tiny_data, recwarn, lr, pattern
 ):
     work = str(tmp_path / "work")
     options = {
@@ -111,6 +118,7 @@ def test_huge_learning_rate_stops_before_saving_non_finite_weights(
     assert open(osp.join(work, "last_checkpoint")).read() == latest
     for name in names:
         assert non_finite_entries(torch.load(osp.join(work, name))) == [], name
+    assert [str(w.message) for w in recwarn if "requires_grad" in str(w.message)] == []
 
 
 def fp16_cfg(data: str, work: str, init_scale: float, lr: float, max_skips: int) -> Config:
@@ -181,8 +189,15 @@ def test_train_tool_exits_65_with_one_line(tmp_path, tiny_data):
     result = run_tool([TRAIN, TINY_FCN, "--work-dir", work, "--cfg-options", *options])
     assert result.returncode == DIVERGED_EXIT_CODE, result.stderr[-3000:]
     last = result.stderr.strip().splitlines()[-1]
-    assert re.match(r"error: non-finite loss at iteration \d+ \(loss=nan", last), last
-    assert "Traceback" not in result.stderr
+    match = re.match(r"error: non-finite loss at iteration (\d+) \(loss=nan", last)
+    assert match, last
+    step = int(match.group(1))
+    assert "Traceback" not in result.stderr and "requires_grad" not in result.stderr
+    # checkpoint interval 1: every iteration before the stop was saved, and only finite tensors
+    names = sorted(n for n in os.listdir(work) if n.endswith(".pth"))
+    assert names == [f"iter_{i}.pth" for i in range(1, step)] and step >= 2, names
+    for name in names:
+        assert non_finite_entries(torch.load(osp.join(work, name))) == [], name
 
 
 @pytest.mark.slow

@@ -33,7 +33,7 @@ from hamseg.engine import (
     TrainingPreempted,
     add_guard_hooks,
 )
-from hamseg.engine.preemption import _signum
+from hamseg.engine.preemption import _signum, ignore_signals_until_exit
 from tests.conftest import REPO, TINY_FCN
 from tests.helpers import one_thread  # noqa: F401  (fixture)
 from tests.robust.helpers import (
@@ -45,6 +45,7 @@ from tests.robust.helpers import (
     start_tool,
     tiny_cfg,
     train_until_stopped,
+    wait_for_line,
 )
 
 pytestmark = pytest.mark.usefixtures("one_thread", "own_signal_handlers")
@@ -124,6 +125,21 @@ def test_signal_checkpoints_that_iteration_then_leaves_train_with_exit_code(tmp_
     hook.restore_signal_handlers()
     assert signal.getsignal(signal.SIGUSR1) == before
     assert runner_module.default_worker_init_fn is init_fn
+
+
+def test_before_the_exit_only_the_hooks_signals_become_ignored():
+    signal.signal(signal.SIGUSR2, signal.default_int_handler)  # someone else's handler
+    try:
+        hook = PreemptionHook(signals=["SIGTERM", "SIGUSR1"])
+        hook.before_train(None)
+        assert ignore_signals_until_exit() == [signal.SIGUSR1, signal.SIGTERM]
+        assert (
+            signal.getsignal(signal.SIGTERM) == signal.getsignal(signal.SIGUSR1) == signal.SIG_IGN
+        )
+        assert signal.getsignal(signal.SIGUSR2) == signal.default_int_handler
+        assert ignore_signals_until_exit() == []  # nothing of the hook's left
+    finally:
+        signal.signal(signal.SIGUSR2, signal.SIG_DFL)
 
 
 def test_periodic_checkpoint_of_the_stop_iteration_is_not_written_twice(tmp_path, tiny_data):
@@ -352,6 +368,35 @@ def test_sigterm_to_the_process_group_with_workers_then_resume_is_exact(tmp_path
     assert code == 0, output[-3000:]
     assert finish(*ref)[0] == 0
     assert_same_training_state(osp.join(work, "iter_8.pth"), osp.join(ref_work, "iter_8.pth"))
+
+
+def test_signals_while_the_stopped_process_exits_change_neither_code_nor_checkpoint(
+    tmp_path, tiny_data
+):
+    """The exit after a stop takes seconds (interpreter and C++ teardown), and CPython resets
+    Python signal handlers to the default action while it finalizes: a SIGTERM then (torchrun
+    sends one to every rank once the first has exited) used to end the process with -15."""
+    config = write_config(
+        tmp_path / "exit.py", TINY_FCN, "custom_hooks = [dict(type='SignalAtIterHook', at=2)]"
+    )
+    work = str(tmp_path / "work")
+    proc, lines = start_tool(train_args(config, work, tiny_data, max_iters=4))
+    wait_for_line(lines, r"^training stopped by SIGUSR1 after iteration 2: ", proc)
+    sent = 0
+    while proc.poll() is None:  # SIGTERM every 10 ms until the process has exited
+        try:
+            os.kill(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            break
+        sent += 1
+        time.sleep(0.01)
+    code, output = finish(proc, lines)
+    assert code == PREEMPTED_EXIT_CODE, (sent, output[-3000:])
+    assert sent >= 1 and "Traceback" not in output
+    path = osp.join(work, "iter_2.pth")
+    assert sorted(n for n in os.listdir(work) if n.endswith((".pth", ".tmp"))) == ["iter_2.pth"]
+    assert open(osp.join(work, "last_checkpoint")).read() == path
+    assert is_complete_checkpoint(path) and torch.load(path)["meta"]["iter"] == 2
 
 
 def torchrun(config: str, work: str, data: str, port: int):

@@ -1,14 +1,24 @@
-"""build_config's launcher handling: --local-rank as in mmseg, --launcher mpi outside mpirun."""
+"""build_config: packaged config names, launcher handling (--local-rank as in mmseg, --launcher
+mpi outside mpirun), --cfg-options data_root; run_cli's one-line errors."""
 
 from __future__ import annotations
 
 import os
+import os.path as osp
+import subprocess
+import sys
 
+import mmseg
 import pytest
 import torch
+from mmengine.config import Config
 
+from hamseg.compat.package_lookup import PACKAGE_DIR
 from hamseg.utils import CLIError, build_config
-from tests.conftest import TINY_FCN
+from tests.conftest import REPO, TINY_FCN
+
+DEMO = "demo/hamhead-nmf_r18-d8_context-shapes.py"
+MMSEG_FCN = "fcn/fcn_r18-d8_4xb2-80k_cityscapes-512x1024.py"
 
 
 def test_local_rank_argument_sets_local_rank_only_when_the_launcher_did_not(monkeypatch):
@@ -65,3 +75,51 @@ def test_data_root_override_moves_every_dataset_that_used_the_variable(tmp_path)
     )
     with pytest.raises(CLIError, match=r"no dataset of this config uses its data_root variable"):
         build_config(str(other), {"data_root": "/data/mine"}, work_dir="/tmp/w")
+
+
+def test_packaged_config_names_load_the_installed_files(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no checkout's configs/ in reach
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    cfg = build_config(f"hamseg::{DEMO}")
+    assert cfg.filename == osp.join(PACKAGE_DIR, ".mim", "configs", DEMO)
+    assert cfg.model == Config.fromfile(osp.join(REPO, "configs", DEMO)).model
+    assert cfg.model.decode_head.type == "HamHead"
+    assert cfg.work_dir == "./work_dirs/hamhead-nmf_r18-d8_context-shapes"
+    cfg = build_config(f"mmseg::{MMSEG_FCN}", work_dir="w")
+    mmseg_configs = osp.join(osp.dirname(mmseg.__file__), ".mim", "configs")
+    assert cfg.filename == osp.join(mmseg_configs, MMSEG_FCN)
+    assert cfg.model.backbone.depth == 18 and cfg.work_dir == "w"
+
+
+@pytest.mark.parametrize(
+    "name,detail",
+    [
+        ("hamseg::nope.py", f"no such file in {PACKAGE_DIR}/.mim/configs"),
+        ("hamseg::demo/nope.py", f"no such file in {PACKAGE_DIR}/.mim/configs"),
+        ("mmseg::fcn/nope.py", "no such file in {mmseg}/.mim/configs"),
+        ("mmseg::nope.py", "name a packaged config mmseg::DIR/FILE.py"),
+        ("nopkg::a/b.py", "unknown package 'nopkg': name hamseg::DIR/FILE.py, mmseg::DIR/FILE.py"
+         " or a file"),
+    ],
+)  # fmt: skip
+def test_an_unknown_packaged_config_is_refused_with_its_name(name, detail):
+    detail = detail.format(mmseg=osp.dirname(mmseg.__file__))
+    with pytest.raises(CLIError) as err:
+        build_config(name)
+    assert str(err.value) == f"config file not found: {name} ({detail})"
+
+
+def test_train_tool_refuses_an_unknown_packaged_config_in_one_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, osp.join(REPO, "tools", "train.py"), "hamseg::nope.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    folder = osp.join(PACKAGE_DIR, ".mim", "configs")
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: config file not found: hamseg::nope.py (no such file in {folder})"
+    )
+    assert "Traceback" not in result.stderr and result.stderr.count("error:") == 1

@@ -29,7 +29,8 @@ from tests.conftest import REPO
 
 FRONT_END = osp.join(REPO, "tools", "mmseg_tool.py")
 DEMO = osp.join(REPO, "configs", "demo")
-NMF = osp.join(DEMO, "hamhead-nmf_r18-d8_context-shapes.py")
+NMF_NAME = "demo/hamhead-nmf_r18-d8_context-shapes.py"
+NMF = osp.join(REPO, "configs", NMF_NAME)
 CD = osp.join(DEMO, "hamhead-cd_r18-d8_context-shapes.py")
 NUM_TRAIN, NUM_VAL, SIZE = 3, 2, 64
 
@@ -164,7 +165,9 @@ def perfect_predictions(ws: str) -> str:
 
 slow = pytest.mark.slow
 TOOL_CASES = [
-    pytest.param("print_config", lambda ws: [NMF], check_print_config, id="print_config"),
+    # a packaged config name, as a pip user without a checkout gives it (hamseg/.mim/configs)
+    pytest.param("print_config", lambda ws: [f"hamseg::{NMF_NAME}"], check_print_config,
+                 id="print_config"),
     pytest.param("get_flops", lambda ws: [CD, "--shape", "64", "65"], check_get_flops,
                  id="get_flops", marks=slow),
     pytest.param("benchmark", lambda ws: [NMF, "ckpt.pth", "--work-dir", "bench"],
@@ -251,6 +254,25 @@ def test_inputs_are_checked_before_the_script_runs(tmp_path):
             with pytest.raises(CLIError, match="mmseg 1.2.2 strips"):
                 mmseg_tools.check_inputs("misc/publish_model.py", argv)
     mmseg_tools.check_inputs("misc/print_config.py", ["--help"])  # options only: the script's
+
+
+def test_packaged_config_names_become_the_files_the_script_reads():
+    import mmseg
+
+    from hamseg.compat.package_lookup import PACKAGE_DIR
+
+    fcn = "fcn/fcn_r18-d8_4xb2-80k_cityscapes-512x1024.py"
+    cases = {
+        f"hamseg::{NMF_NAME}": osp.join(PACKAGE_DIR, ".mim", "configs", NMF_NAME),
+        f"mmseg::{fcn}": osp.join(osp.dirname(mmseg.__file__), ".mim", "configs", fcn),
+        NMF: NMF,
+    }
+    for name, path in cases.items():
+        argv = [name, "--shape", "64"]
+        got = mmseg_tools.check_inputs("analysis_tools/get_flops.py", argv)
+        assert got == [path, "--shape", "64"] and argv[0] == name  # the caller's list is kept
+    with pytest.raises(CLIError, match=r"^config file not found: hamseg::nope.py \(no such file"):
+        mmseg_tools.check_inputs("misc/print_config.py", ["hamseg::nope.py"])
 
 
 def test_publish_model_refuses_a_checkpoint_with_pickled_callables(tmp_path):
