@@ -14,11 +14,13 @@ input ``<name>.<ext>`` the output folder gets ``<name>_overlay.png``: the image 
 predicted classes painted over it, and a legend of the classes present (``--legend all`` lists
 every class). ``--save-label`` also writes the raw label map ``<name>_label.png``.
 
-An input that is not a complete image (truncated, not an image, unreadable) is reported in one
-line naming it and skipped; the others are processed. Exit codes: 0 all inputs written, 1 some
-inputs skipped (listed on stderr), 2 nothing run: a missing checkpoint, config or input, no
-images found, or a checkpoint that does not fit the config (one line naming the layer, both
-shapes and, for the classifier, both class counts).
+An input that is not a complete image (truncated, not an image, unreadable), an image a ``.txt``
+list names that does not exist, and a ``.txt`` input that is not a list of images (notes caught
+by a shell glob) are each reported in one line naming them and skipped; the others are
+processed. Exit codes: 0 all inputs written, 1 some inputs skipped (listed on stderr), 2 nothing
+run: a missing checkpoint, config or input given on the command line, no images found, or a
+checkpoint that does not fit the config (one line naming the layer, both shapes and, for the
+classifier, both class counts).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))  # run from 
 import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before mmseg is used)
 
 # isort: split
-from hamseg.apis import collect_inputs, init_segmentor, segment_images  # noqa: E402
+from hamseg.apis import init_segmentor, segment_images  # noqa: E402
+from hamseg.apis.images import gather_inputs  # noqa: E402
 from hamseg.utils.cli import CLIError, run_cli  # noqa: E402
 
 
@@ -63,13 +66,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     from tqdm import tqdm
 
     args = parse_args(argv)
-    paths = collect_inputs(args.inputs)
-    if not paths:
+    paths, skipped = gather_inputs(args.inputs)
+    if not paths and not skipped:
         raise CLIError("no images found in the inputs")
     if args.backend == "onnxruntime" and not args.model:
         raise CLIError(
             "--backend onnxruntime needs --model FILE.onnx (tools/deploy/export_onnx.py)"
         )
+    for _, message in skipped:
+        print(f"error: {message}; skipped", file=sys.stderr)
+    total = len(paths) + len(skipped)
     model = init_segmentor(args.checkpoint, args.config, args.device)
     if args.backend == "onnxruntime":
         from hamseg.apis.onnx_backend import use_onnxruntime
@@ -88,11 +94,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         on_failure=lambda _, msg: tqdm.write(f"error: {msg}; skipped", file=sys.stderr),
     )
     print(f"wrote {len(report.written)} overlay(s) to {args.out_dir}")
-    if report.failed:
-        print(
-            f"error: {len(report.failed)} of {len(paths)} inputs skipped (listed above)",
-            file=sys.stderr,
-        )
+    failed = len(skipped) + len(report.failed)
+    if failed:
+        print(f"error: {failed} of {total} inputs skipped (listed above)", file=sys.stderr)
         return 1
     return 0
 

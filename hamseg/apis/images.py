@@ -1,5 +1,8 @@
 """Input images for inference: expand files, folders and lists; decode completely or refuse.
 
+:func:`gather_inputs` expands the inputs and sets aside, with a one-line message, what a
+``.txt`` list names that does not exist (or a ``.txt`` input that is not a list of images).
+
 OpenCV decodes what it can of a damaged file: a truncated JPEG read with ``cv2.imread`` comes back
 as an image whose missing part is grey (libjpeg only prints "Premature end of JPEG file"), and a
 model would segment the grey fill. :func:`read_image_rgb` therefore also decodes the whole file
@@ -22,7 +25,14 @@ from PIL import Image, UnidentifiedImageError
 
 from hamseg.datasets.checks import InvalidSampleError
 
-__all__ = ["IMAGE_EXTENSIONS", "ImageDecodeError", "collect_inputs", "read_image_rgb", "to_rgb8"]
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "ImageDecodeError",
+    "collect_inputs",
+    "gather_inputs",
+    "read_image_rgb",
+    "to_rgb8",
+]
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
 
@@ -31,36 +41,89 @@ class ImageDecodeError(InvalidSampleError):
     """An input file is unreadable, not an image, or not a complete image."""
 
 
-def collect_inputs(inputs: Sequence[str]) -> list[str]:
-    """Expand files, folders (recursive, sorted) and ``.txt`` lists into image paths.
+def gather_inputs(inputs: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Expand files, folders (recursive, sorted) and ``.txt`` lists into image paths; set aside
+    what a list names that cannot be an image input.
+
+    A ``.txt`` input is a list of image paths, one a line (``#`` comments and blank lines
+    skipped; relative paths from the working directory, else from the list's folder). Set aside,
+    each with a one-line message naming it: a listed path that does not exist, and a ``.txt``
+    file that is not such a list (no line names an image file or an existing file, e.g. notes in
+    prose; not UTF-8 text; unreadable). Listed files that exist but are not complete images are
+    returned like any other path: reading them (:func:`read_image_rgb`) names them.
+
+    Args:
+        inputs: Image files, folders, ``.txt`` lists (what tools/infer.py is given).
+
+    Returns:
+        The image paths, in input order, and the (path, message) pairs set aside.
 
     Raises:
-        FileNotFoundError: If an input, or a path listed in a ``.txt`` file, does not exist.
+        FileNotFoundError: If an input given directly (not listed) does not exist.
     """
     paths: list[str] = []
+    skipped: list[tuple[str, str]] = []
     for item in inputs:
         if osp.isdir(item):
             found = []
             for root, _, files in os.walk(item):
                 found += [osp.join(root, f) for f in files if f.lower().endswith(IMAGE_EXTENSIONS)]
             paths += sorted(found)
-        elif item.lower().endswith(".txt"):
-            if not osp.isfile(item):
-                raise FileNotFoundError(f"image list not found: {item}")
-            base = osp.dirname(item)
-            with open(item, encoding="utf-8") as f:
-                for line in f:
-                    line = line.strip()
-                    if not line or line.startswith("#"):
-                        continue
-                    path = line if osp.isabs(line) or osp.exists(line) else osp.join(base, line)
-                    if not osp.isfile(path):
-                        raise FileNotFoundError(f"image listed in {item} not found: {line}")
+        elif item.lower().endswith(".txt") and osp.isfile(item):
+            listed, problem = _read_list(item)
+            if problem:
+                skipped.append((item, f"{item}: {problem}"))
+                continue
+            for line, path in listed:
+                if osp.isfile(path):
                     paths.append(path)
+                else:
+                    skipped.append((path, f"image listed in {item} not found: {line}"))
         elif osp.isfile(item):
             paths.append(item)
         else:
-            raise FileNotFoundError(f"input not found: {item}")
+            what = "image list" if item.lower().endswith(".txt") else "input"
+            raise FileNotFoundError(f"{what} not found: {item}")
+    return paths, skipped
+
+
+def _read_list(item: str) -> tuple[list[tuple[str, str]], str]:
+    """(line, resolved path) of each entry of a ``.txt`` list, or [] and why it is not a list."""
+    try:
+        with open(item, encoding="utf-8") as f:
+            lines = [line.strip() for line in f]
+    except UnicodeDecodeError:
+        return [], "a .txt input is a list of image paths, but it is not UTF-8 text"
+    except OSError as err:
+        return [], f"cannot be read ({err.strerror or err})"
+    base = osp.dirname(item)
+    entries = [
+        (line, line if osp.isabs(line) or osp.exists(line) else osp.normpath(osp.join(base, line)))
+        for line in lines
+        if line and not line.startswith("#")
+    ]
+    if not entries:
+        return [], "a .txt input is a list of image paths, one a line, but it lists none"
+    if not any(p.lower().endswith(IMAGE_EXTENSIONS) or osp.isfile(p) for _, p in entries):
+        first = entries[0][0]
+        shown = first if len(first) <= 40 else first[:37] + "..."
+        return [], (
+            "a .txt input is a list of image paths, one a line, but no line of it names an "
+            f"image or an existing file (line 1: {shown!r})"
+        )
+    return entries, ""
+
+
+def collect_inputs(inputs: Sequence[str]) -> list[str]:
+    """:func:`gather_inputs`, strictly: anything it sets aside is an error.
+
+    Raises:
+        FileNotFoundError: If an input, or a path listed in a ``.txt`` file, does not exist, or
+            a ``.txt`` input is not a list of image paths.
+    """
+    paths, skipped = gather_inputs(inputs)
+    if skipped:
+        raise FileNotFoundError(skipped[0][1])
     return paths
 
 

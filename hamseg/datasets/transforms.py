@@ -6,7 +6,7 @@ arguments and outputs), registered in mmseg's ``TRANSFORMS``::
     dict(type='CheckedLoadImageFromFile'),
     dict(type='CheckedLoadAnnotations', num_classes=21),   # ignore_index=255 by default
 
-They raise :class:`~hamseg.datasets.checks.InvalidSampleError` for a missing, unreadable or
+They raise :class:`~hamseg.datasets.samples.InvalidSampleError` for a missing, unreadable or
 corrupt file, a label map with several channels or of another size than its image, and label
 values (after the dataset's ``reduce_zero_label`` / ``label_map``) outside ``[0, num_classes)``
 that are not the ignore index, listing the offending values. mmseg's own loaders would instead
@@ -23,7 +23,7 @@ from mmcv.transforms import LoadImageFromFile
 from mmseg.datasets.transforms import LoadAnnotations
 from mmseg.registry import TRANSFORMS
 
-from .checks import InvalidSampleError, label_problems, read_image, read_label
+from .samples import InvalidSampleError, label_problems, read_image, read_label
 
 __all__ = ["CheckedLoadAnnotations", "CheckedLoadImageFromFile"]
 

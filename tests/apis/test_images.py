@@ -64,3 +64,41 @@ def test_bad_files_name_the_file(files, key, pattern):
         read_image_rgb(files[key])
     assert "\n" not in str(err.value)
     assert isinstance(err.value, InvalidSampleError)  # one line, exit 2 under run_cli
+
+
+def test_list_entries_that_cannot_be_images_are_set_aside_with_one_line_each(files, tmp_path):
+    from hamseg.apis.images import collect_inputs, gather_inputs
+
+    good = tmp_path / "list.txt"
+    good.write_text(f"# mine\n{files['jpg']}\n\nmissing.png\n{files['cut_png']}\n")
+    prose = tmp_path / "notes.txt"
+    prose.write_text("Meeting notes\nThe model looks fine on the new photos.\n")
+    binary = tmp_path / "blob.txt"
+    binary.write_bytes(b"\xff\xfe\x00\x81 binary")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# nothing\n\n")
+    inputs = [str(good), str(prose), files["png"], str(binary), str(empty)]
+    paths, skipped = gather_inputs(inputs)
+    # the truncated PNG is passed on: reading it names it (segment_images skips it)
+    assert paths == [files["jpg"], files["cut_png"], files["png"]]
+    assert [path for path, _ in skipped] == [
+        str(tmp_path / "missing.png"),
+        str(prose),
+        str(binary),
+        str(empty),
+    ]
+    messages = [message for _, message in skipped]
+    assert messages[0] == f"image listed in {good} not found: missing.png"
+    assert messages[1] == (
+        f"{prose}: a .txt input is a list of image paths, one a line, but no line of it names "
+        "an image or an existing file (line 1: 'Meeting notes')"
+    )
+    assert (
+        messages[2] == f"{binary}: a .txt input is a list of image paths, but it is not UTF-8 text"
+    )
+    assert messages[3].startswith(f"{empty}: ") and messages[3].endswith("but it lists none")
+    assert all("\n" not in m for m in messages)
+    with pytest.raises(FileNotFoundError, match="notes.txt: a .txt input is a list"):
+        collect_inputs([str(prose)])  # the strict variant (analysis tools) refuses
+    with pytest.raises(FileNotFoundError, match="input not found: .*nope.png"):
+        gather_inputs([str(tmp_path / "nope.png")])  # a missing input given directly: exit 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import os.path as osp
+import shlex
 import subprocess
 import sys
 
@@ -70,6 +71,56 @@ def test_bad_inputs_are_named_and_skipped_the_rest_written(ckpt3, tmp_path):
     for name in os.listdir(out):
         assert cv2.imread(str(out / name)) is not None
     assert proc.stdout.strip().splitlines()[-1] == f"wrote 2 overlay(s) to {out}"
+
+
+def test_a_shell_glob_with_a_truncated_jpeg_notes_and_a_list_with_a_missing_image(ckpt3, tmp_path):
+    """`infer.py imgs/* ...`: the glob catches notes.txt (prose) and list.txt, which names a
+    good image, a missing one and a truncated PNG. Each bad input is one line, skipped; every
+    good image is written; exit code 1."""
+    folder, other = tmp_path / "imgs", tmp_path / "other"
+    folder.mkdir()
+    other.mkdir()
+    rng = np.random.default_rng(1)
+    cv2.imwrite(str(folder / "good.png"), rng.integers(0, 256, (23, 31, 3), dtype=np.uint8))
+    cv2.imwrite(str(folder / "good2.jpg"), rng.integers(0, 256, (17, 29, 3), dtype=np.uint8))
+    cv2.imwrite(str(other / "listed.png"), rng.integers(0, 256, (19, 27, 3), dtype=np.uint8))
+    data = cv2.imencode(".jpg", rng.integers(0, 256, (40, 48, 3), dtype=np.uint8))[1].tobytes()
+    (folder / "broken.jpg").write_bytes(data[: len(data) // 2])  # truncated JPEG
+    data = cv2.imencode(".png", rng.integers(0, 256, (21, 25, 3), dtype=np.uint8))[1].tobytes()
+    (other / "cut.png").write_bytes(data[: len(data) // 2])  # truncated PNG
+    (folder / "notes.txt").write_text("Notes from the field trip.\nThe light was poor.\n")
+    (folder / "list.txt").write_text("../other/listed.png\nmissing.png\n../other/cut.png\n")
+    out = tmp_path / "out"
+    cmd = (
+        f"{shlex.quote(sys.executable)} tools/infer.py {shlex.quote(str(folder))}/* "
+        f"--checkpoint {shlex.quote(ckpt3)} --out-dir {shlex.quote(str(out))} --no-progress"
+    )
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run(
+        cmd, shell=True, cwd=REPO, capture_output=True, text=True, timeout=600, env=env
+    )
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 5, proc.stderr
+    *skipped, summary = errors
+    assert all(line.endswith("; skipped") for line in skipped), skipped
+    expected = [
+        f"error: image listed in {folder / 'list.txt'} not found: missing.png",
+        f"error: {folder / 'notes.txt'}: a .txt input is a list of image paths",
+        f"error: {folder / 'broken.jpg'}: not a complete image",
+        f"error: {other / 'cut.png'}: not a complete image",
+    ]
+    for start in expected:
+        assert sum(line.startswith(start) for line in skipped) == 1, (start, skipped)
+    assert summary == "error: 4 of 7 inputs skipped (listed above)"
+    assert sorted(os.listdir(out)) == [
+        "good2_overlay.png",
+        "good_overlay.png",
+        "listed_overlay.png",
+    ]
+    for name in os.listdir(out):
+        assert cv2.imread(str(out / name)) is not None
 
 
 def test_missing_checkpoint_is_one_line_exit_2(tmp_path):

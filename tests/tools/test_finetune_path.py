@@ -51,6 +51,44 @@ def write_mask_layout(root: str, bad_label: bool = False, drop_label: bool = Fal
     return root
 
 
+SPLIT_FILES = osp.join(REPO, "configs", "custom", "hamhead-nmf_r18-d8_custom-splitfiles.py")
+
+
+def write_flat_layout(root: str) -> str:
+    """A flat layout: images/NAME.jpg, masks/NAME_mask.png, splits/{train,val}.txt listing the
+    names (4 train, 3 val, interleaved), odd sizes, 3 classes."""
+    os.makedirs(osp.join(root, "images"))
+    os.makedirs(osp.join(root, "masks"))
+    os.makedirs(osp.join(root, "splits"))
+    rng = np.random.default_rng(1)
+    colours = np.array([[90, 90, 90], [40, 40, 220], [220, 90, 40]], np.uint8)
+    names = {"train": [], "val": []}
+    for i in range(7):
+        name = f"field_{i:02d}"
+        h, w = 39 + 4 * i, 45 + 2 * i
+        label = np.zeros((h, w), np.uint8)
+        label[3:17, 4:19] = 1
+        label[h - 14 : h - 2, w - 15 : w - 1] = 2
+        img = colours[label].astype(np.int16) + rng.integers(-20, 20, (h, w, 3))
+        cv2.imwrite(osp.join(root, "images", f"{name}.jpg"), img.clip(0, 255).astype(np.uint8))
+        cv2.imwrite(osp.join(root, "masks", f"{name}_mask.png"), label)
+        names["val" if i % 2 else "train"].append(name)
+    for split, listed in names.items():
+        with open(osp.join(root, "splits", f"{split}.txt"), "w") as f:
+            f.write("\n".join(listed) + "\n")
+    return root
+
+
+def flat_options(root: str) -> list[str]:
+    """--cfg-options for the flat layout with the split-file child: data_root (every split) and
+    the suffix a user sets in their copy of the template; nothing about folders or splits."""
+    opts = [f"data_root={root}", "load_from=None", "default_hooks.visualization.draw=False"]
+    for loader in ("train_dataloader", "val_dataloader", "test_dataloader"):
+        opts += [f"{loader}.dataset.seg_map_suffix=_mask.png", f"{loader}.num_workers=0"]
+        opts += [f"{loader}.persistent_workers=False"]
+    return opts
+
+
 def layout_options(root: str, workers: int = 1) -> list[str]:
     """--cfg-options for the layout above: data_root (moves every split), folders, suffix."""
     opts = [f"data_root={root}", "load_from=None", "default_hooks.visualization.draw=False"]
@@ -177,6 +215,60 @@ def test_documented_child_configs_train_on_a_mask_suffix_layout(trained, tmp_pat
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert osp.isfile(osp.join(tmp_path, "w", "iter_2.pth"))
     assert "per class results" in proc.stdout + proc.stderr
+
+
+def test_split_file_child_config_reads_the_listed_names_of_a_flat_layout(tmp_path):
+    """The documented split-file child on the flat layout: each split is exactly the names of
+    its split file, with the `_mask.png` label next to each image, and the data is clean."""
+    from mmengine.registry import init_default_scope
+    from mmseg.registry import DATASETS
+
+    from hamseg.datasets.checks import validate_splits
+    from hamseg.utils.cli import build_config
+
+    root = write_flat_layout(str(tmp_path / "data"))
+    opts = {"data_root": root, "load_from": None}
+    for loader in ("train_dataloader", "val_dataloader", "test_dataloader"):
+        opts[f"{loader}.dataset.seg_map_suffix"] = "_mask.png"
+    cfg = build_config(SPLIT_FILES, opts, work_dir=str(tmp_path / "w"))
+    init_default_scope("mmseg")
+    for split, loader, names in (
+        ("train", "train_dataloader", ["field_00", "field_02", "field_04", "field_06"]),
+        ("val", "val_dataloader", ["field_01", "field_03", "field_05"]),
+        ("val", "test_dataloader", ["field_01", "field_03", "field_05"]),
+    ):
+        dataset = DATASETS.build(dict(cfg[loader].dataset, pipeline=[]))
+        infos = [dataset.get_data_info(i) for i in range(len(dataset))]
+        assert [info["img_path"] for info in infos] == [
+            osp.join(root, "images", f"{n}.jpg") for n in names
+        ], split
+        assert [info["seg_map_path"] for info in infos] == [
+            osp.join(root, "masks", f"{n}_mask.png") for n in names
+        ], split
+    summaries = [r.summary() for r in validate_splits(cfg, progress=False)]
+    assert summaries == [
+        "no problems in 4 train samples",
+        "no problems in 3 val samples",
+        "test: the val samples (checked above)",
+    ]
+
+
+@pytest.mark.slow
+def test_split_file_child_config_trains_on_a_flat_mask_suffix_layout(tmp_path):
+    root = write_flat_layout(str(tmp_path / "data"))
+    opts = flat_options(root) + [
+        "train_cfg.max_iters=2",
+        "train_cfg.val_interval=2",
+        "param_scheduler.1.end=2",
+        "train_dataloader.batch_size=2",
+    ]
+    work = str(tmp_path / "w")
+    proc = run("tools/train.py", SPLIT_FILES, "--work-dir", work, "--cfg-options", *opts)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert osp.isfile(osp.join(work, "iter_2.pth"))
+    log = proc.stdout + proc.stderr
+    assert "per class results" in log
+    assert "Iter(val) [3/3]" in log  # the 3 names of splits/val.txt, not a folder
 
 
 SEGNEXT = osp.join(REPO, "configs", "custom", "segnext_mscan-t_custom.py")

@@ -1,0 +1,94 @@
+"""Finding the parts of a config the data checks look at: datasets per split, heads, transforms."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Optional
+
+from mmengine.config import Config
+
+__all__ = [
+    "SPLITS",
+    "dataset_classes",
+    "defined_splits",
+    "heads",
+    "leaf_datasets",
+    "split_datasets",
+    "transform_types",
+]
+
+SPLITS = ("train", "val", "test")
+
+
+def leaf_datasets(dataset_cfg: Any) -> Iterator[dict]:
+    """The dataset configs inside wrappers (RepeatDataset, ConcatDataset, ...)."""
+    if isinstance(dataset_cfg, dict):
+        if "dataset" in dataset_cfg:
+            yield from leaf_datasets(dataset_cfg["dataset"])
+        elif "datasets" in dataset_cfg:
+            for inner in dataset_cfg["datasets"]:
+                yield from leaf_datasets(inner)
+        else:
+            yield dataset_cfg
+    elif isinstance(dataset_cfg, (list, tuple)):
+        for inner in dataset_cfg:
+            yield from leaf_datasets(inner)
+
+
+def defined_splits(cfg: Config) -> list[str]:
+    """The splits of :data:`SPLITS` whose ``<split>_dataloader`` has a dataset, in that order."""
+    return [s for s in SPLITS if (cfg.get(f"{s}_dataloader") or {}).get("dataset")]
+
+
+def split_datasets(cfg: Config, splits: Optional[Sequence[str]]) -> Iterator[tuple[str, dict]]:
+    """(split, leaf dataset config) of the given splits (default: all), in split order."""
+    for split in splits or SPLITS:
+        loader = cfg.get(f"{split}_dataloader")
+        if not loader or not loader.get("dataset"):
+            continue
+        for leaf in leaf_datasets(loader["dataset"]):
+            yield split, leaf
+
+
+def transform_types(node: Any) -> Iterator[str]:
+    """Every transform ``type`` in a pipeline, nested ones (TestTimeAug, RandomChoice) too,
+    without a scope prefix ('mmseg.LoadAnnotations' -> 'LoadAnnotations')."""
+    if isinstance(node, dict):
+        if isinstance(node.get("type"), str):
+            yield node["type"].split(".")[-1]
+        for value in node.values():
+            yield from transform_types(value)
+    elif isinstance(node, (list, tuple)):
+        for value in node:
+            yield from transform_types(value)
+
+
+def dataset_classes(dataset_cfg: dict) -> Optional[tuple]:
+    """The classes of a dataset config: its ``metainfo.classes``, else its class's METAINFO."""
+    metainfo = dataset_cfg.get("metainfo") or {}
+    if metainfo.get("classes"):
+        return tuple(metainfo["classes"])
+    kind = dataset_cfg.get("type")
+    if not isinstance(kind, str):
+        return None
+    from mmseg.registry import DATASETS
+
+    dataset_cls = DATASETS.get(kind.split(".")[-1])
+    classes = getattr(dataset_cls, "METAINFO", {}).get("classes") if dataset_cls else None
+    return tuple(classes) if classes else None
+
+
+def heads(model_cfg: Any) -> Iterator[tuple[str, dict]]:
+    """(name, head config) of every decode/auxiliary head, inside TTA wrappers too."""
+    if not isinstance(model_cfg, dict):
+        return
+    if isinstance(model_cfg.get("module"), dict):  # SegTTAModel(module=...)
+        yield from heads(model_cfg["module"])
+    for key in ("decode_head", "auxiliary_head"):
+        found = model_cfg.get(key)
+        if isinstance(found, dict):
+            found = [found]
+        for i, head in enumerate(found or []):
+            if isinstance(head, dict) and "num_classes" in head:
+                name = key if len(found) == 1 else f"{key}[{i}]"
+                yield name, head
