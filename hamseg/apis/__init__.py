@@ -1,5 +1,7 @@
 """What hamseg's tools do, as functions: load a checkpoint strictly, segment images, draw overlays,
-run the CPU demo and its head comparison, convert the authors' released checkpoint.
+run the CPU demo and its head comparison, convert the authors' released checkpoint; and mmseg's
+Python API (``init_model``, ``inference_model``, ``HamSegInferencer``: mmseg's
+``MMSegInferencer``) with checkpoints loaded strictly.
 
 Every ``tools/`` script is a command-line front end over these (see each module).
 """

@@ -60,6 +60,18 @@ def _names(names: list[str]) -> str:
     return shown + (f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else "")
 
 
+def _class_counts(
+    name: str, checkpoint_state: Mapping[str, Tensor], model_state: Mapping[str, Tensor]
+) -> tuple[int, int] | None:
+    """(checkpoint's, model's) class count if ``name`` is a classifier tensor whose number of
+    classes (output channels, dim 0) differs; None otherwise (e.g. only its input channels
+    differ)."""
+    if not _CLASSIFIER.search(name):
+        return None
+    have, want = checkpoint_state[name].shape[0], model_state[name].shape[0]
+    return (have, want) if have != want else None
+
+
 def check_state_dict(
     model_state: Mapping[str, Tensor], checkpoint_state: Mapping[str, Tensor], source: str
 ) -> None:
@@ -72,8 +84,8 @@ def check_state_dict(
 
     Raises:
         CheckpointMismatchError: One line: the shape mismatches first (name and both shapes; for
-            a classifier ``the checkpoint has N classes, the config has M``), then the names
-            the checkpoint lacks and the names the model does not have.
+            a classifier of another class count ``the checkpoint has N classes, the config has
+            M``), then the names the checkpoint lacks and the names the model does not have.
     """
     misshaped = [
         k
@@ -86,13 +98,18 @@ def check_state_dict(
         return
     parts = []
     if misshaped:
-        first = next((k for k in misshaped if _CLASSIFIER.search(k)), misshaped[0])
+        # First a classifier of another class count, then any classifier, then the first name.
+        first = next(
+            (k for k in misshaped if _class_counts(k, checkpoint_state, model_state)),
+            next((k for k in misshaped if _CLASSIFIER.search(k)), misshaped[0]),
+        )
         part = (
             f"{first} is {_shape(checkpoint_state[first])} in the checkpoint and "
             f"{_shape(model_state[first])} in the model"
         )
-        if _CLASSIFIER.search(first):
-            have, want = checkpoint_state[first].shape[0], model_state[first].shape[0]
+        classes = _class_counts(first, checkpoint_state, model_state)
+        if classes is not None:
+            have, want = classes
             part += (
                 f": the checkpoint has {have} classes, the config has {want} (to use this "
                 f"checkpoint, set num_classes={have} in the config; to train a {want}-class "
@@ -158,12 +175,11 @@ def reinitialised_by_load_from(model: nn.Module, filename: str) -> str | None:
     parts = []
     if changed:
         parts.append(f"{_names(changed)} keep their fresh init (shape differs")
-        head = next((k for k in changed if _CLASSIFIER.search(k)), None)
-        if head is not None:
-            parts[-1] += (
-                f": the checkpoint has {state[head].shape[0]} classes, the config has "
-                f"{own[head].shape[0]}"
-            )
+        classes = next(
+            (c for c in (_class_counts(k, state, own) for k in changed) if c is not None), None
+        )
+        if classes is not None:
+            parts[-1] += f": the checkpoint has {classes[0]} classes, the config has {classes[1]}"
         parts[-1] += ")"
     if missing:
         parts.append(f"{_names(missing)} are not in the checkpoint (fresh init)")

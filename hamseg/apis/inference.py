@@ -14,7 +14,8 @@ import os.path as osp
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from pathlib import Path
+from typing import Any, Optional, Union
 
 import cv2
 import numpy as np
@@ -27,6 +28,9 @@ from hamseg.utils.cli import CLIError, require_file
 from .checkpoint import load_state_dict_strict
 from .images import ImageDecodeError, read_image_rgb
 from .overlay import draw_overlay
+
+#: What a config argument may be: a file (``hamseg::`` names too) or a config object.
+ConfigLike = Union[str, Path, Config, dict]
 
 __all__ = [
     "InferenceReport",
@@ -53,17 +57,44 @@ def _dataset_meta(meta: dict, num_classes: int) -> Optional[dict]:
     return None
 
 
-def init_segmentor(checkpoint: str, config: Optional[str] = None, device: str = "cpu") -> nn.Module:
+def _read_config(config: ConfigLike, cfg_options: Optional[dict]) -> Config:
+    """A config object from a path (``hamseg::`` names too) or a config, options merged."""
+    if isinstance(config, Path):
+        config = str(config)
+    if isinstance(config, str):
+        if "::" not in config:
+            require_file(config, "config file")
+        config = Config.fromfile(config)
+    elif not isinstance(config, Config):  # a ConfigDict or dict
+        config = Config(dict(config))
+    if cfg_options:
+        config.merge_from_dict(cfg_options)
+    return config
+
+
+def init_segmentor(
+    checkpoint: str,
+    config: Optional[ConfigLike] = None,
+    device: str = "cpu",
+    cfg_options: Optional[dict] = None,
+) -> nn.Module:
     """Build the segmentor of ``checkpoint`` in eval mode, its weights loaded strictly.
 
+    The one strict path behind hamseg's tools, :func:`hamseg.apis.init_model` and
+    :class:`hamseg.apis.HamSegInferencer`.
+
     Args:
-        checkpoint: Checkpoint file (mmengine's format, or a bare state dict with ``config``).
-        config: Config file; default the config stored in the checkpoint's ``meta.cfg``.
+        checkpoint: Checkpoint file or URL (mmengine's format, or a bare state dict).
+        config: Config file (``hamseg::`` names too) or config object; default the config stored
+            in the checkpoint's ``meta.cfg``.
         device: 'cpu' or 'cuda:N'.
+        cfg_options: Options merged into the config (as mmseg's ``init_model``).
 
     Returns:
-        The model, with ``dataset_meta`` (classes, palette) and ``cfg`` set as mmseg's
-        ``init_model`` sets them.
+        The model, with ``cfg`` set as mmseg's ``init_model`` sets it, and ``dataset_meta``
+        (classes, palette) from the checkpoint's meta as mmseg reads it; without any, those of
+        an mmseg dataset with the model's class count, else ``class i`` names and a fixed
+        palette (:func:`class_info`).
 
     Raises:
         CLIError: If the checkpoint or config file does not exist, or no config is given and
@@ -72,13 +103,14 @@ def init_segmentor(checkpoint: str, config: Optional[str] = None, device: str = 
     """
     from mmseg.apis import init_model
 
-    require_file(checkpoint, "checkpoint file")
+    if "://" not in checkpoint:
+        require_file(checkpoint, "checkpoint file")
     loaded = load_checkpoint_file(checkpoint, map_location="cpu")
     meta = loaded.get("meta", {}) if isinstance(loaded, dict) else {}
     if config is not None:
-        cfg = Config.fromfile(require_file(config, "config file"))
+        cfg = _read_config(config, cfg_options)
     elif "cfg" in meta:
-        cfg = Config.fromstring(meta["cfg"], file_format=".py")
+        cfg = _read_config(Config.fromstring(meta["cfg"], file_format=".py"), cfg_options)
     else:
         raise CLIError(f"checkpoint {checkpoint} stores no config: pass --config")
     with warnings.catch_warnings():
@@ -88,6 +120,9 @@ def init_segmentor(checkpoint: str, config: Optional[str] = None, device: str = 
         model = init_model(cfg, None, device=device)
     load_state_dict_strict(model, loaded, checkpoint)
     model.dataset_meta = _dataset_meta(meta, model.decode_head.num_classes)
+    if model.dataset_meta is None:
+        classes, palette = class_info(model)
+        model.dataset_meta = dict(classes=classes, palette=palette)
     return model
 
 

@@ -1,78 +1,115 @@
-"""mmseg's Python APIs on hamseg's models: ``init_model``, ``inference_model`` and an
-``MMSegInferencer`` that knows hamseg's model names.
+"""mmseg's Python APIs on hamseg's models, with strict checkpoint loading.
 
-``import hamseg`` (done by importing this module) makes mmseg's own APIs work on an mmcv-lite
-stack and registers hamseg's modules; hamseg's configs use the checked loaders, which mmseg's
-prediction-only paths accept. :class:`HamSegInferencer` is mmseg's ``MMSegInferencer`` that also
-resolves the names of hamseg's model index (``model-index.yml``: long config names and the short
-aliases such as ``ham_voc``) to their configs; weights are given by path (nothing is hosted), or
-default to the index's local path when that file exists.
+``import hamseg`` (done by importing this module) makes mmseg's own ``init_model``,
+``inference_model`` and ``MMSegInferencer`` work on an mmcv-lite stack, on hamseg's configs (their
+checked loaders) and, for the inferencer, on hamseg's model names
+(:mod:`hamseg.compat.mmseg_inferencer`). Those load weights as mmseg does, non-strictly: a
+checkpoint of another class count only warns "size mismatch" and predicts with a randomly
+initialised classifier. The entry points here load strictly, through the one strict path
+:func:`~hamseg.apis.inference.init_segmentor` (:func:`~hamseg.apis.checkpoint.check_state_dict`):
+
+- :func:`init_model`: mmseg's signature and result (``cfg``, ``dataset_meta`` with the classes and
+  palette from the checkpoint's meta), but a checkpoint that does not fit stops with one line
+  naming the layer, both shapes and, for the classifier, both class counts.
+- :class:`HamSegInferencer`: mmseg's ``MMSegInferencer`` with that loading, and hamseg's model
+  names looked up before mmseg's (weights by path: nothing is hosted).
+- :func:`inference_model`: mmseg's own (it loads nothing).
 """
 
 from __future__ import annotations
 
 import os.path as osp
-from typing import Any, Optional
+from pathlib import Path
+from typing import Optional, Union
 
-from mmengine.infer import BaseInferencer
-from mmseg.apis import MMSegInferencer, inference_model, init_model
+from mmengine.config import Config, ConfigDict
+from mmseg.apis import MMSegInferencer, inference_model
+from mmseg.apis import init_model as mmseg_init_model
+from torch import nn
 
-import hamseg
+from hamseg.compat.mmseg_inferencer import resolve_model_name
+from hamseg.utils.cli import CLIError
 
-#: hamseg's checked loaders -> the mmseg transforms they replace (same arguments otherwise).
-_MMSEG_NAMES = {
-    "CheckedLoadImageFromFile": "LoadImageFromFile",
-    "CheckedLoadAnnotations": "LoadAnnotations",
-}
+from .inference import init_segmentor
 
 __all__ = ["HamSegInferencer", "inference_model", "init_model", "resolve_model_name"]
 
 
-def _index_root() -> str:
-    """The folder holding hamseg's model-index.yml and configs/ (the package's .mim)."""
-    return osp.join(osp.dirname(osp.abspath(hamseg.__file__)), ".mim")
+def init_model(
+    config: Union[str, Path, Config],
+    checkpoint: Optional[str] = None,
+    device: str = "cuda:0",
+    cfg_options: Optional[dict] = None,
+) -> nn.Module:
+    """``mmseg.apis.init_model`` with the checkpoint loaded strictly.
 
+    Args:
+        config: Config file (``hamseg::`` names too) or config object.
+        checkpoint: Checkpoint file or URL; None builds the model without weights (mmseg's
+            behaviour).
+        device: As in mmseg (default 'cuda:0'; pass 'cpu' on a machine without GPU).
+        cfg_options: Options merged into the config.
 
-def resolve_model_name(name: str) -> Optional[tuple[str, str]]:
-    """(config path, weights path) of a hamseg model name or alias, or None if unknown."""
-    root = _index_root()
-    wanted = name.lower()
-    for model in BaseInferencer._get_models_from_metafile(root):
-        aliases = model.get("Alias", [])
-        aliases = [aliases] if isinstance(aliases, str) else aliases
-        if wanted == model["Name"].lower() or wanted in (a.lower() for a in aliases):
-            weights = model.get("Weights", "")
-            return osp.join(root, model["Config"]), weights[0] if isinstance(
-                weights, list
-            ) else weights
-    return None
+    Returns:
+        The segmentor in eval mode with ``cfg`` and ``dataset_meta`` (classes and palette from
+        the checkpoint's meta) set, as mmseg's ``init_model`` returns it.
+
+    Raises:
+        CheckpointMismatchError: The checkpoint does not fit the config's model exactly: one
+            line naming the layer, both shapes and, for the classifier, "the checkpoint has N
+            classes, the config has M".
+        CLIError: A missing config or checkpoint file.
+    """
+    if checkpoint is None:
+        return mmseg_init_model(config, None, device, cfg_options)
+    return init_segmentor(str(checkpoint), config, device, cfg_options)
 
 
 class HamSegInferencer(MMSegInferencer):
-    """``MMSegInferencer`` for hamseg's configs, checkpoints and model names.
+    """mmseg's ``MMSegInferencer`` with strict weights and hamseg's model names first.
+
+    Plain ``MMSegInferencer`` (after ``import hamseg``) also runs hamseg's configs and resolves
+    hamseg's model names, but loads weights as mmseg does (non-strictly). This one builds the
+    model with :func:`~hamseg.apis.inference.init_segmentor`: a checkpoint that does not fit the
+    config stops with one line; classes and palette come from the checkpoint's meta.
 
     Args:
-        model: A config path, a config, or a hamseg model name (``ham_voc``,
-            ``hamhead-nmf_r18-d8_context-shapes``, ...); other names go to mmseg's index.
-        weights: Checkpoint path; for a hamseg name, default the index's local ``Weights`` path
-            if that file exists.
+        model: A config path (``hamseg::`` names too), a config, a hamseg model name or alias
+            (``ham_voc``, ``hamhead-nmf_r18-d8_context-shapes``, ...; looked up in hamseg's
+            index first, then mmseg's), or None to take the config stored in ``weights``.
+        weights: Checkpoint path or URL; for a model name, default the index's ``Weights``.
         **kwargs: ``MMSegInferencer``'s (``classes``, ``palette``, ``device``, ...).
+
+    Raises:
+        CLIError: A local weights file that does not exist (for a hamseg name without
+            ``weights``: the index's path, where training writes the checkpoint).
+        CheckpointMismatchError: The weights do not fit the config's model exactly.
     """
 
-    def __init__(self, model: Any, weights: Optional[str] = None, **kwargs: Any) -> None:
-        if isinstance(model, str) and not osp.isfile(model):
-            found = resolve_model_name(model)
-            if found is not None:
-                model, indexed = found
-                if weights is None and osp.isfile(indexed):
-                    weights = indexed
-        super().__init__(model, weights, **kwargs)
+    def _load_model_from_metafile(self, model: str) -> tuple[Config, str]:
+        """Config and weights of a model name: hamseg's index first, then mmseg's."""
+        found = resolve_model_name(model)
+        if found is None:
+            return super()._load_model_from_metafile(model)
+        config, weights = found
+        return Config.fromfile(config), weights
 
-    def _init_pipeline(self, cfg: Any) -> Any:
-        """mmseg's inference pipeline, after naming hamseg's checked loaders as mmseg's: the
-        inferencer looks for ``LoadImageFromFile`` (to load arrays and paths alike) and drops
-        ``LoadAnnotations`` by their type names."""
-        for transform in cfg.test_dataloader.dataset.pipeline:
-            if transform.get("type") in _MMSEG_NAMES:
-                transform["type"] = _MMSEG_NAMES[transform["type"]]
-        return super()._init_pipeline(cfg)
+    def _init_model(
+        self, cfg: Union[Config, ConfigDict], weights: Optional[str], device: str = "cpu"
+    ) -> nn.Module:
+        """The model, built and loaded strictly by ``init_segmentor`` (without weights, mmseg's
+        random init and warnings)."""
+        if weights is None:
+            return super()._init_model(cfg, weights, device)
+        if "://" not in weights and not osp.isfile(weights):
+            raise CLIError(
+                f"weights not found: {weights} (nothing is hosted: pass weights=PATH of a "
+                "checkpoint, e.g. one written by tools/train.py)"
+            )
+        model = init_segmentor(weights, cfg or None, device)
+        if not cfg:  # model=None: the checkpoint's config, for the pipeline and visualizer
+            cfg.update(model.cfg._cfg_dict)
+        meta = model.dataset_meta
+        # Only these two, as mmseg's inferencer keeps them (its visualizer takes no others).
+        model.dataset_meta = dict(classes=meta.get("classes"), palette=meta.get("palette"))
+        return model

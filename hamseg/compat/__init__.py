@@ -21,6 +21,8 @@ needs and nothing else:
    :mod:`hamseg.compat.amp`.
 6. Crash-safe checkpoints: atomic checkpoint and ``last_checkpoint`` writes, and a resume that
    skips incomplete files (:mod:`hamseg.compat.atomic_checkpoint`).
+7. mmseg's ``MMSegInferencer`` on hamseg's configs (it finds the image loader by mmseg's type
+   name) and hamseg's model names (after mmseg's own) (:mod:`hamseg.compat.mmseg_inferencer`).
 """
 
 from .mmcv_check import require_mmcv  # noqa: I001  (before anything imports mmcv)
@@ -37,8 +39,11 @@ from . import atomic_checkpoint  # noqa: E402
 
 atomic_checkpoint.install()
 
+from . import mmseg_inferencer  # noqa: E402
 from .amp import CPUAmpOptimWrapper  # noqa: E402  (imports mmseg: after the fixes above)
 from .distributed import setup_cpu_distributed  # noqa: E402
+
+mmseg_inferencer.install()  # imports mmseg.apis: after the fixes above
 
 __all__ = [
     "MMCV_OPS_REPLACED",

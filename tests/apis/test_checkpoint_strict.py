@@ -81,6 +81,39 @@ def test_other_shape_mismatch_names_the_layer_without_classes():
     assert f"; other shape mismatches: {others}" in msg
 
 
+def test_classifier_of_the_same_class_count_with_other_inputs_names_no_classes(tmp_path):
+    """Only the classifier's input channels differ (4 vs 6): the layer and both shapes, and no
+    "the checkpoint has 3 classes, the config has 3" sentence."""
+    model, wider = _Segmentor(3, width=4).state_dict(), _Segmentor(3, width=6).state_dict()
+    ckpt = dict(model, **{"decode_head.conv_seg.weight": wider["decode_head.conv_seg.weight"]})
+    with pytest.raises(CheckpointMismatchError) as err:
+        check_state_dict(model, ckpt, "x.pth")
+    assert str(err.value) == (
+        "checkpoint 'x.pth' does not fit the model: decode_head.conv_seg.weight is (3, 6, 1, 1) "
+        "in the checkpoint and (3, 4, 1, 1) in the model"
+    )
+    from hamseg.apis import reinitialised_by_load_from
+
+    path = str(tmp_path / "wide.pth")
+    torch.save(dict(meta={}, state_dict=ckpt), path)
+    assert reinitialised_by_load_from(_Segmentor(3, width=4), path) == (
+        f"load_from {path!r}: decode_head.conv_seg.weight keep their fresh init (shape differs); "
+        "every other tensor is loaded"
+    )
+
+
+def test_a_classifier_of_another_class_count_is_named_before_other_mismatches():
+    model = _Segmentor(5, width=4).state_dict()
+    ckpt = _Segmentor(3, width=6).state_dict()  # align, bn and both classifier tensors differ
+    with pytest.raises(CheckpointMismatchError) as err:
+        check_state_dict(model, ckpt, "x.pth")
+    assert str(err.value).startswith(
+        "checkpoint 'x.pth' does not fit the model: decode_head.conv_seg.weight is (3, 6, 1, 1) "
+        "in the checkpoint and (5, 4, 1, 1) in the model: the checkpoint has 3 classes, the "
+        "config has 5 ("
+    )
+
+
 def test_missing_and_unexpected_tensors_are_errors():
     model = _Segmentor(3).state_dict()
     ckpt = dict(model)

@@ -63,3 +63,31 @@ def test_paths_of_the_hand_count():
     assert hamburger_macs(shape, "CD", r, 6, path="module")["total"] == cd
     with pytest.raises(ValueError, match="path"):
         hamburger_macs(shape, "NMF", r, 6, path="other")
+
+
+@pytest.mark.parametrize("hw", [(13, 17), (40, 40)])  # below / above the fast-path threshold
+def test_demo_ham_head_under_mmengines_complexity_counter_is_the_hand_count(hw):
+    """What mmseg's get_flops counts (mmengine's get_model_complexity_info) for the demo HamHead
+    is hamseg's own count of the module path within 1%: squeeze (3x3 conv, 128 -> 128), the
+    Hamburger (:func:`hamburger_macs`, release variant, NMF R=16, K=6), align (3x3 conv) and the
+    classifier (1x1, 128 -> 7); the conv and matmul operators exactly that, the rest norms."""
+    from mmengine.analysis import get_model_complexity_info
+    from mmengine.config import Config
+    from mmengine.registry import init_default_scope
+    from mmseg.registry import MODELS
+
+    from tests.helpers import DEMO_NMF
+
+    init_default_scope("mmseg")
+    head = MODELS.build(Config.fromfile(DEMO_NMF).model.decode_head).eval()
+    c, (h, w), n_cls = 128, hw, 7
+    features = [torch.randn(1, c, h, w)] * 4  # in_index=3
+    n = h * w
+    ham = hamburger_macs((1, c, h, w), "NMF", 16, 6, "release", path="module")["total"]
+    hand = c * 9 * c * n + ham + c * 9 * c * n + c * n_cls * n
+    with torch.no_grad():
+        info = get_model_complexity_info(head, inputs=(features,), show_table=False)
+    assert hand < info["flops"] < 1.01 * hand  # 1.0020 x: the norms (one MAC per element)
+    total, by_op = count_macs(head, features)
+    assert total == info["flops"]
+    assert sum(by_op.get(op, 0) for op in PRODUCT_OPS) == hand
