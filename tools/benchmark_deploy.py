@@ -1,7 +1,7 @@
 """CPU latency, PyTorch eager vs ONNX Runtime, of the demo model (1x3x128x128) and
 configs/ham_voc.py (1x3x513x513); docs/deploy.md records one run::
 
-    python tools/benchmark_deploy.py [--runs 10] [--threads N] [--out FILE.md]
+    python tools/benchmark_deploy.py [--runs 10] [--threads N] [--out FILE.md] [--out-dir DIR]
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mm
 
 # isort: split
 from hamseg.apis.export import require_deploy  # noqa: E402
-from hamseg.benchmark.deploy import DEFAULT_CASES, latency, markdown  # noqa: E402
+from hamseg.benchmark.deploy import DEFAULT_CASES, as_json, latency, markdown  # noqa: E402
+from hamseg.benchmark.outputs import write_report  # noqa: E402
 from hamseg.utils.cli import CLIError, run_cli  # noqa: E402
 
 
@@ -28,7 +29,9 @@ def main() -> None:
     )
     p.add_argument("--device", default="cpu", help="cpu only (ONNX Runtime's CPU provider)")
     p.add_argument("--out", help="also write the table to this markdown file")
-    p.add_argument("--out-dir", help="also write deploy.md into this folder (tools/gpu_check.sh)")
+    p.add_argument(
+        "--out-dir", help="also write deploy.md and deploy.json (every number) into this folder"
+    )
     args = p.parse_args()
     if args.device != "cpu":
         raise CLIError(f"--device {args.device}: this benchmark measures the CPU provider only")
@@ -38,10 +41,11 @@ def main() -> None:
     ]
     table = markdown(rows)
     print(table)
-    for path in [args.out, args.out_dir and osp.join(args.out_dir, "deploy.md")]:
-        if path:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(table)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(table)
+    if args.out_dir:
+        write_report(osp.join(args.out_dir, "deploy"), table, as_json(rows, args.threads))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One command on a CUDA machine: the GPU tests, then the CUDA benchmarks, then a report
-# (work_dirs/gpu_check/report.md and report.json: device, versions, every number).
+# One command on a CUDA machine: the GPU tests, then the CUDA benchmarks (each writes its table
+# and its JSON into its own folder), then a report (work_dirs/gpu_check/report.md and
+# report.json: device, versions, every number; hamseg/benchmark/gpu_check.py).
 # Without CUDA it says so and exits 0 after running nothing.
 #   bash tools/gpu_check.sh            (PYTHON=... to choose the interpreter)
 set -uo pipefail
@@ -28,8 +29,8 @@ step() {  # run a command, keep going on failure, remember its exit code and tim
 step "$PY" -m pytest -m gpu -q -p no:cacheprovider --junitxml "$OUT/pytest.xml"
 step "$PY" tools/benchmark_context.py --device cuda --out-dir "$OUT/context"
 step "$PY" tools/benchmark_model.py --device cuda --size 513 --batch 2 --out-dir "$OUT/model"
-[ -f tools/benchmark_segnext.py ] && step "$PY" tools/benchmark_segnext.py --device cuda --out "$OUT/segnext.md"
-[ -f tools/benchmark_deploy.py ] && step "$PY" tools/benchmark_deploy.py --out "$OUT/deploy.md"  # CPU provider
+step "$PY" tools/benchmark_segnext.py --device cuda --out-dir "$OUT/segnext"
+step "$PY" tools/benchmark_deploy.py --out-dir "$OUT/deploy"  # ONNX Runtime's CPU provider
 (IFS=,; echo "[${steps[*]}]") > "$OUT/steps.json"
 "$PY" -m hamseg.benchmark.gpu_check "$OUT"
 if grep -q '"exit_code": [1-9]' "$OUT/steps.json"; then

@@ -7,18 +7,23 @@ once, outside the trace, and enters the graph as a constant
 (:meth:`hamseg.models.decompositions.MatrixDecomposition2D._seeded_bases`), so the ONNX model
 computes exactly what the PyTorch model computes with that ``eval_seed``. NMF and VQ unroll into
 MatMul, Softmax, ReduceSum and Div; CD's ridge solve (``aten::linalg_solve``) has no ONNX
-operator and is refused up front (:class:`ExportError`). The TorchScript exporter
-(``dynamo=False``) is used: it records the eager model as evaluated.
+operator and is refused up front (:class:`ExportError`), and so is mmseg's own ``LightHamHead``,
+whose NMF2D draws a new random dictionary at every forward (hamseg's ``HamLightHead`` takes its
+place). Whatever the model, a graph that still contains a random operator (:data:`RANDOM_OPS`)
+is refused after the export and its file removed. The TorchScript exporter (``dynamo=False``) is
+used: it records the eager model as evaluated.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 import torch
+from mmseg.models.decode_heads.ham_head import Matrix_Decomposition_2D_Base
 from torch import Tensor, nn
 
 from hamseg.models.decompositions import CD, MatrixDecomposition2D
@@ -26,10 +31,12 @@ from hamseg.utils.cli import CLIError
 
 __all__ = [
     "ExportError",
+    "RANDOM_OPS",
     "SegmentorLogits",
     "Verification",
     "export_onnx",
     "onnx_session",
+    "random_operators",
     "require_deploy",
     "seed_hams",
     "verify_onnx",
@@ -37,6 +44,18 @@ __all__ = [
 
 #: Relative logit difference above which --verify fails.
 TOLERANCE = 1e-4
+#: ONNX operators that draw random numbers: a graph holding one computes something else at every
+#: run, never exactly the model that was evaluated.
+RANDOM_OPS = frozenset(
+    {
+        "Bernoulli",
+        "Multinomial",
+        "RandomNormal",
+        "RandomNormalLike",
+        "RandomUniform",
+        "RandomUniformLike",
+    }
+)
 
 
 class ExportError(CLIError):
@@ -72,11 +91,14 @@ def seed_hams(model: nn.Module, seed: int) -> list[str]:
         The names of the hams.
 
     Raises:
-        ExportError: A CD ham (its ridge solve has no ONNX operator), or a ham whose
-            dictionary is not random/fixed/online (nothing to seed is fine).
+        ExportError: A CD ham (its ridge solve has no ONNX operator), or one of mmseg's own
+            hams (``LightHamHead``'s NMF2D: nothing to seed, a new dictionary at every forward).
     """
+    modules = dict(model.named_modules())
     names = []
-    for name, module in model.named_modules():
+    for name, module in modules.items():
+        if isinstance(module, Matrix_Decomposition_2D_Base):
+            raise ExportError(_mmseg_ham_message(name, module, modules))
         if not isinstance(module, MatrixDecomposition2D):
             continue
         if isinstance(module, CD):
@@ -87,6 +109,49 @@ def seed_hams(model: nn.Module, seed: int) -> list[str]:
         module.eval_seed = seed
         names.append(name)
     return names
+
+
+def _mmseg_ham_message(name: str, ham: nn.Module, modules: dict[str, nn.Module]) -> str:
+    """The one line refusing mmseg's ham ``name`` (NMF2D of ``LightHamHead``), naming its head
+    and what to use instead."""
+    parts = name.split(".")
+    heads = [".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
+    head = next((h for h in heads if type(modules[h]).__name__ == "LightHamHead"), None)
+    draws = (
+        "draws a new random dictionary at every forward"
+        if getattr(ham, "rand_init", True)
+        else "draws its dictionary at its first forward, not from the checkpoint"
+    )
+    if head is None:
+        return (
+            f"{name} is mmseg's {type(ham).__name__}: it {draws}, so no exported graph computes "
+            "what the model evaluates; build the head on a hamseg ham (NMF, VQ) instead"
+        )
+    return (
+        f"{head} is mmseg's LightHamHead: its NMF2D ({name}) {draws}, so no exported graph "
+        "computes what the model evaluates; set the config's decode_head type='HamLightHead' "
+        "(hamseg's SegNeXt head: same parameter names, mmseg's checkpoints load strictly, a "
+        "seeded dictionary) and export again"
+    )
+
+
+def random_operators(path: str) -> dict[str, str]:
+    """The random operators (:data:`RANDOM_OPS`) of the ONNX graph in ``path``, with subgraphs
+    (If, Loop, Scan bodies) and local functions: op type -> name of its first node."""
+    import onnx
+
+    model = onnx.load(path, load_external_data=False)
+    found: dict[str, str] = {}
+    graphs = [model.graph, *model.functions]
+    while graphs:
+        graph = graphs.pop()
+        for node in graph.node:
+            if node.op_type in RANDOM_OPS:
+                found.setdefault(node.op_type, node.name or "(unnamed)")
+            for attr in node.attribute:
+                graphs += [attr.g] if attr.HasField("g") else []
+                graphs += list(attr.graphs)
+    return dict(sorted(found.items()))
 
 
 def export_onnx(
@@ -113,7 +178,8 @@ def export_onnx(
         The exported PyTorch module (for :func:`verify_onnx`).
 
     Raises:
-        ExportError: An unsupported ham, or the backbone cannot take ``shape``.
+        ExportError: An unsupported ham or head, the backbone cannot take ``shape``, or the
+            graph holds a random operator (:func:`random_operators`; ``out`` is then removed).
     """
     require_deploy()
     seed_hams(segmentor, seed)
@@ -137,6 +203,15 @@ def export_onnx(
             input_names=["input"],
             output_names=["logits"],
             dynamic_axes={"input": axes, "logits": axes} if dynamic else None,
+        )
+    found = random_operators(out)
+    if found:
+        os.remove(out)
+        ops = ", ".join(f"{op} (at {node})" for op, node in found.items())
+        raise ExportError(
+            f"{out}: the exported graph draws random numbers, {ops}: every run would compute "
+            "something else and none what the model evaluated; the file was removed. Use "
+            "hamseg's heads and hams, whose dictionaries the exporter seeds (docs/deploy.md)"
         )
     return model
 

@@ -20,7 +20,7 @@ from hamseg.apis.export import export_onnx, onnx_session
 
 from .training import build_for_training, resolve
 
-__all__ = ["DEFAULT_CASES", "latency", "markdown"]
+__all__ = ["DEFAULT_CASES", "as_json", "latency", "markdown"]
 
 #: (label, config, input size): the demo model and the VOC recipe's model.
 DEFAULT_CASES = [
@@ -57,7 +57,14 @@ def latency(config: str, size: int, runs: int = 10, threads: int = 0) -> dict[st
     )  # fmt: skip
 
 
+def as_json(rows: list[tuple[str, dict[str, Any]]], threads: int = 0) -> dict[str, Any]:
+    """The measured rows as the benchmark's JSON output: every :func:`latency` number (seconds)
+    under its model's label, and ONNX Runtime's thread setting (0: its default)."""
+    return dict(rows=[dict(label=label, **r) for label, r in rows], threads=threads, device="cpu")
+
+
 def markdown(rows: list[tuple[str, dict[str, Any]]]) -> str:
+    """A markdown table of the rows: median latencies (ms), their ratio and spread."""
     lines = [
         "| model | input | PyTorch eager | ONNX Runtime | ORT / eager | spread |",
         "| --- | --- | --- | --- | --- | --- |",

@@ -3,9 +3,12 @@
 ``python -m hamseg.benchmark.gpu_check DIR`` collects, from ``DIR`` (``work_dirs/gpu_check``):
 ``pytest.xml`` (the ``-m gpu`` run's JUnit report: passed / failed / skipped per test),
 ``test_*.json`` (numbers the GPU tests recorded, e.g. the full VOC model's s/iter and peak
-memory), ``*/*.json`` (the benchmarks' own JSON outputs) and ``steps.json`` (each step's
-command, exit code and seconds), adds the machine (device name, capability, memory, driver,
-torch / CUDA / cuDNN versions) and writes ``report.json`` and ``report.md`` there.
+memory), ``*/*.json`` (each benchmark's numbers: gpu_check.sh gives every benchmark its own
+folder, ``context/``, ``model/``, ``segnext/``, ``deploy/``) with the tables the benchmarks
+wrote next to them (``*/*.md``), and ``steps.json`` (each step's command, exit code and seconds),
+adds the machine (device name, capability, memory, driver, torch / CUDA / cuDNN versions) and
+writes ``report.json`` and ``report.md`` there. Both carry every number: ``report.md`` shows
+each benchmark's table and then every value of its JSON, one ``| key | value |`` row each.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import sys
 import xml.etree.ElementTree as ET
 from typing import Any
 
-__all__ = ["collect", "machine", "markdown", "test_results", "write_report"]
+__all__ = ["collect", "flatten", "machine", "markdown", "test_results", "write_report"]
 
 
 def machine() -> dict[str, Any]:
@@ -72,26 +75,65 @@ def _load(path: str) -> Any:
 
 
 def collect(folder: str) -> dict[str, Any]:
-    """Everything in ``folder`` (see the module docstring) plus :func:`machine`."""
+    """Everything in ``folder`` (see the module docstring) plus :func:`machine`.
+
+    Returns:
+        ``machine``, ``steps``, ``tests`` (:func:`test_results`), ``recorded`` (test name ->
+        numbers), ``benchmarks`` (``DIR/FILE.json`` -> the file's content) and ``tables``
+        (``DIR/FILE.md`` -> the markdown a benchmark wrote).
+    """
     junit = osp.join(folder, "pytest.xml")
     steps = osp.join(folder, "steps.json")
+
+    def files(pattern: str) -> list[str]:
+        return sorted(glob.glob(osp.join(folder, pattern)))
+
     return dict(
         machine=machine(),
         steps=_load(steps) if osp.isfile(steps) else [],
         tests=test_results(junit) if osp.isfile(junit) else [],
         recorded={
-            osp.basename(p)[len("test_") : -len(".json")]: _load(p)
-            for p in sorted(glob.glob(osp.join(folder, "test_*.json")))
+            osp.basename(p)[len("test_") : -len(".json")]: _load(p) for p in files("test_*.json")
         },
-        benchmarks={
-            osp.relpath(p, folder): _load(p)
-            for p in sorted(glob.glob(osp.join(folder, "*", "*.json")))
-        },
+        benchmarks={osp.relpath(p, folder): _load(p) for p in files(osp.join("*", "*.json"))},
+        tables={osp.relpath(p, folder): _read(p) for p in files(osp.join("*", "*.md"))},
     )
 
 
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """(dotted key, value) of every leaf of a JSON value; a list of plain values is one leaf.
+
+    >>> flatten({"env": {"device": "cuda"}, "rows": [{"ms": 1.5}], "all": [1, 2]})
+    [('env.device', 'cuda'), ('rows.0.ms', 1.5), ('all', [1, 2])]
+    """
+    if isinstance(value, dict):
+        items = [(str(k), v) for k, v in value.items()]
+    elif isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        items = [(str(i), v) for i, v in enumerate(value)]
+    else:
+        return [(prefix, value)]
+    return [leaf for key, v in items for leaf in flatten(v, f"{prefix}.{key}" if prefix else key)]
+
+
+def _cell(value: Any) -> str:
+    """A table cell: the value as JSON (numbers at full precision), ``|`` escaped."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _numbers_table(value: Any) -> list[str]:
+    lines = ["| key | value |", "| --- | --- |"]
+    return lines + [f"| {_cell(k)} | {_cell(v)} |" for k, v in flatten(value)]
+
+
 def markdown(report: dict[str, Any]) -> str:
-    """The report as markdown: machine, steps, test outcomes, recorded numbers, benchmark files."""
+    """The report as markdown: machine, steps, test outcomes, the tests' numbers, and each
+    benchmark's table followed by every value of its JSON."""
     m = report["machine"]
     lines = ["# GPU check", "", "| field | value |", "| --- | --- |"]
     lines += [f"| {k} | {v} |" for k, v in m.items()]
@@ -113,10 +155,24 @@ def markdown(report: dict[str, Any]) -> str:
         for t in report["tests"]
     ]
     lines += ["", "## Numbers recorded by the tests", ""]
-    lines += [f"- {k}: `{json.dumps(v)}`" for k, v in report["recorded"].items()] or ["- none"]
-    lines += ["", "## Benchmark outputs (JSON, full numbers)", ""]
-    lines += [f"- `{k}`" for k in report["benchmarks"]] or ["- none"]
-    return "\n".join(lines) + "\n"
+    for name, values in report["recorded"].items():
+        lines += [f"### {name}", "", *_numbers_table(values), ""]
+    if not report["recorded"]:
+        lines += ["none", ""]
+    lines += ["## Benchmarks", ""]
+    tables = dict(report.get("tables", {}))
+    for name, values in report["benchmarks"].items():
+        table = tables.pop(osp.splitext(name)[0] + ".md", None)
+        lines += [f"### `{name}`", ""]
+        lines += [table.strip(), ""] if table else []
+        flat = _numbers_table(values)
+        lines += [f"<details><summary>every value of {name} ({len(flat) - 2})</summary>", ""]
+        lines += [*flat, "", "</details>", ""]
+    for name, table in tables.items():  # a table without its JSON
+        lines += [f"### `{name}` (no JSON next to it)", "", table.strip(), ""]
+    if not report["benchmarks"] and not tables:
+        lines += ["none", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def write_report(folder: str) -> tuple[str, str]:

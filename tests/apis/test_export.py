@@ -9,14 +9,21 @@ import numpy as np
 import pytest
 import torch
 
+from hamseg.apis import export as export_api
 from hamseg.apis import init_segmentor
-from hamseg.apis.export import ExportError, export_onnx, seed_hams, verify_onnx
+from hamseg.apis.export import (
+    ExportError,
+    export_onnx,
+    random_operators,
+    seed_hams,
+    verify_onnx,
+)
 from tests.conftest import REPO
 from tests.helpers import (
     make_checkpoint,
     one_thread,  # noqa: F401  (fixture)
 )
-from tests.tools.test_finetune_path import run
+from tests.tools.test_finetune_path import one_line_error, run
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -24,6 +31,7 @@ DEMO = osp.join(REPO, "configs", "demo")
 NMF = osp.join(DEMO, "hamhead-nmf_r18-d8_context-shapes.py")
 VQ = osp.join(DEMO, "hamhead-vq_r18-d8_context-shapes.py")
 CD = osp.join(DEMO, "hamhead-cd_r18-d8_context-shapes.py")
+LIGHTHAM = osp.join(DEMO, "lighthamhead_mscan-t_context-shapes.py")
 EXPORT = "tools/deploy/export_onnx.py"
 
 
@@ -54,7 +62,7 @@ def test_the_graph_is_the_seeded_model_and_is_deterministic(tmp_path):
     x = torch.rand(1, 3, 81, 65)
     a = session.run(None, {"input": x.numpy()})[0]
     b = session.run(None, {"input": x.numpy()})[0]
-    assert np.array_equal(a, b)  # no random operator in the graph
+    assert np.array_equal(a, b) and random_operators(path) == {}  # no random operator
     with torch.no_grad():
         ref = exported(x).numpy()
     assert np.abs(a - ref).max() / np.abs(ref).max() < 1e-4
@@ -69,6 +77,105 @@ def test_cd_is_refused_naming_the_missing_operator(tmp_path):
     proc = run(EXPORT, CD, str(tmp_path / "cd.pth"), "--out", str(tmp_path / "cd.onnx"))
     assert proc.returncode == 2 and "error: decode_head.hamburger.ham is a CD ham" in proc.stderr
     assert not osp.exists(tmp_path / "cd.onnx")
+
+
+@pytest.fixture(scope="module")
+def lightham_checkpoint(tmp_path_factory):
+    """A random-init checkpoint of the demo's mmseg LightHamHead (SegNeXt-T) model."""
+    return make_checkpoint(str(tmp_path_factory.mktemp("lightham") / "l.pth"), LIGHTHAM)
+
+
+def test_mmseg_lighthamhead_is_refused_before_export_naming_hamlighthead(
+    tmp_path, lightham_checkpoint
+):
+    out = tmp_path / "l.onnx"
+    proc = run(EXPORT, LIGHTHAM, lightham_checkpoint, "--out", str(out), "--shape", "64", "64")
+    error = one_line_error(proc)  # exit 2, one line, no traceback
+    assert error.startswith("error: decode_head is mmseg's LightHamHead: its NMF2D ")
+    assert "(decode_head.hamburger.ham) draws a new random dictionary at every forward" in error
+    assert "type='HamLightHead'" in error and "checkpoints load strictly" in error
+    assert not out.exists() and "wrote" not in proc.stdout
+
+
+def test_a_graph_with_a_random_operator_is_refused_and_removed(
+    tmp_path, monkeypatch, lightham_checkpoint
+):
+    """Without the check by head (seed_hams), mmseg's NMF2D exports a RandomUniformLike: the
+    graph check refuses it whatever the model."""
+    model = init_segmentor(lightham_checkpoint, LIGHTHAM)
+    monkeypatch.setattr(export_api, "seed_hams", lambda model, seed: [])
+    out = tmp_path / "l.onnx"
+    with pytest.raises(ExportError) as err:
+        export_onnx(model, str(out), (64, 64))
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(f"{out}: the exported graph draws random")
+    assert "RandomUniformLike (at /hamburger/ham/RandomUniformLike)" in message
+    assert "the file was removed" in message and not out.exists()
+
+
+def test_random_operators_are_found_in_subgraphs(tmp_path):
+    from onnx import TensorProto, helper, save
+
+    shape = [2, 3]
+    noise = helper.make_node("RandomNormalLike", ["x"], ["n"], name="inner_noise")
+    branch = helper.make_graph(
+        [noise], "then", [], [helper.make_tensor_value_info("n", TensorProto.FLOAT, shape)]
+    )
+    same = helper.make_node("Identity", ["x"], ["y"])
+    other = helper.make_graph(
+        [same], "else", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)]
+    )
+    nodes = [
+        helper.make_node("If", ["c"], ["out"], then_branch=branch, else_branch=other),
+        helper.make_node("Bernoulli", ["x"], ["b"], name="outer"),
+        helper.make_node("Relu", ["x"], ["r"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, shape),
+        ],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, shape)],
+    )
+    path = str(tmp_path / "g.onnx")
+    save(helper.make_model(graph), path)
+    assert random_operators(path) == {"Bernoulli": "outer", "RandomNormalLike": "inner_noise"}
+
+
+def test_verify_failure_prints_the_numbers_and_exits_non_zero(tmp_path):
+    """The graph exported with seed 0 against PyTorch evaluating seed 1: a real mismatch."""
+    ckpt = make_checkpoint(str(tmp_path / "m.pth"))
+    reseed = (
+        "import sys, runpy; import hamseg.apis.export as ex; export = ex.export_onnx\n"
+        "def export_then_reseed(model, out, *args):\n"
+        "    exported = export(model, out, *args)\n"
+        "    ex.seed_hams(exported, 1)  # PyTorch now evaluates another dictionary\n"
+        "    return exported\n"
+        "ex.export_onnx = export_then_reseed; sys.argv = sys.argv[1:]\n"
+        "runpy.run_path(sys.argv[0], run_name='__main__')"
+    )
+    out = str(tmp_path / "m.onnx")
+    proc = run("-c", reseed, EXPORT, NMF, ckpt, "--out", out, "--shape", "65", "65", "--verify")
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    (line,) = re.findall(r"^1x3x65x65: .*$", proc.stdout, re.M)
+    numbers = re.fullmatch(
+        r"1x3x65x65: max \|diff\| (\S+), relative (\S+), argmax agreement (\S+)% "
+        r"-> FAILED \(> 0\.0001\)",
+        line,
+    )
+    assert numbers, line
+    max_abs, rel, agree = map(float, numbers.groups())
+    # the same comparison in this process: the printed numbers are the real ones
+    model = init_segmentor(ckpt, NMF)
+    exported = export_onnx(model, str(tmp_path / "again.onnx"), (65, 65), seed=0)
+    seed_hams(exported, 1)
+    (check,) = verify_onnx(exported, str(tmp_path / "again.onnx"), [(1, 3, 65, 65)])
+    assert not check.ok and rel > 1e-4
+    assert max_abs == pytest.approx(check.max_abs, rel=1e-2)
+    assert rel == pytest.approx(check.max_rel, rel=1e-2)
+    assert agree == pytest.approx(100 * check.argmax_agreement, abs=1e-3)
 
 
 def test_bad_input_is_one_line_exit_2(tmp_path):

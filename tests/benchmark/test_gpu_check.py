@@ -7,9 +7,11 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch
 
-from hamseg.benchmark.gpu_check import collect, markdown, write_report
+from hamseg.benchmark.gpu_check import collect, flatten, markdown, write_report
+from tests.benchmark.tools import run_tool
 from tests.conftest import REPO
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
@@ -38,12 +40,122 @@ def test_report_collects_tests_numbers_steps_and_benchmarks(tmp_path):
     assert report["tests"][1]["message"] == "AssertionError: 1 != 2"
     assert report["recorded"] == {"ham_voc_train": {"s_per_iter": 0.41}}
     assert report["benchmarks"] == {"model/benchmark_model.json": {"rows": [1]}}
+    assert report["tables"] == {}
     assert report["machine"]["torch"] == torch.__version__
     md = markdown(report)
     assert "## GPU tests: 1 passed, 1 failed, 1 skipped" in md
     assert "| `python -m pytest -m gpu` | 1 | 12 |" in md
     js, out = write_report(str(tmp_path))
     assert json.load(open(js))["tests"] == report["tests"] and open(out).read() == md
+
+
+def _fixtures() -> dict[str, tuple[dict, str]]:
+    """One output of each benchmark gpu_check.sh runs, as each writes it: JSON and its table."""
+    from hamseg.benchmark import deploy, segnext
+
+    context = {
+        "env": {"device": "cuda", "rates": [1.5e12, 1.4e12], "shape": [1, 512, 128, 128]},
+        "rows": [
+            {"key": "ham_nmf", "infer_ms": 1.2345678, "macs_by_op": {"conv": 8589934592}},
+            {"key": "ema", "infer_ms": 2.5, "train_mem_mb": 96.125},
+        ],
+    }
+    model = {
+        "env": {"size": 513, "batch": 2},
+        "rows": [{"label": "HamNet", "iter_s": 0.683324039, "iter_s_all": [0.67, 0.69]}],
+    }
+    seg = dict(
+        rows=[
+            dict(part="decode head", time_ours=0.0421, time_mmseg=0.0512, time_ratio=0.8222656,
+                 spread=0.031, mem_ours=123456789, mem_mmseg=234567890, mem_ratio=0.5263),
+        ],
+        probe=[1.25e13, 1.2e13], batch=2, size=512, runs=5, device="cuda:0",
+    )  # fmt: skip
+    latency = dict(eager=0.0456, onnxruntime=0.0123, ratio=0.2697, spread=0.05, runs=10, size=128)
+    rows = [("demo HamHead-NMF", latency)]
+    return {
+        "context/benchmark_context": (context, "| Module | Infer ms |\n|---|---:|\n| Ham | 1.2 |"),
+        "model/benchmark_model": (model, "| model | s/iter |\n| --- | --- |\n| HamNet | 0.683 |"),
+        "segnext/segnext": (seg, segnext.markdown(seg)),
+        "deploy/deploy": (deploy.as_json(rows), deploy.markdown(rows)),
+    }
+
+
+def test_report_carries_every_number_of_every_benchmark(tmp_path):
+    fixtures = _fixtures()
+    for base, (numbers, table) in fixtures.items():
+        os.makedirs(tmp_path / os.path.dirname(base), exist_ok=True)
+        (tmp_path / f"{base}.json").write_text(json.dumps(numbers))
+        (tmp_path / f"{base}.md").write_text(table)
+    (tmp_path / "test_ham_voc_train.json").write_text(
+        json.dumps({"s_per_iter": 0.41, "max_memory_allocated": 9876543210})
+    )
+    os.makedirs(tmp_path / "old")
+    (tmp_path / "old" / "table_only.md").write_text("| a | b |\n| --- | --- |\n| x | 7.5 |")
+    js, md = write_report(str(tmp_path))
+    report, text = json.load(open(js)), open(md).read()
+    assert report["benchmarks"] == {f"{b}.json": n for b, (n, _) in sorted(fixtures.items())}
+    assert report["recorded"] == {
+        "ham_voc_train": {"s_per_iter": 0.41, "max_memory_allocated": 9876543210}
+    }
+    for base, (numbers, table) in fixtures.items():
+        assert f"### `{base}.json`" in text and table.strip() in text  # the benchmark's table
+        leaves = flatten(numbers)
+        assert f"every value of {base}.json ({len(leaves)})" in text
+        for key, value in leaves:
+            cell = value if isinstance(value, str) else json.dumps(value)
+            assert f"| {key} | {cell} |" in text, (base, key)
+    # spelled out, independently of flatten: nested keys, lists, full precision, each kind
+    for row in [
+        "| rows.0.infer_ms | 1.2345678 |",  # context
+        "| rows.0.macs_by_op.conv | 8589934592 |",
+        "| rows.1.train_mem_mb | 96.125 |",
+        "| env.rates | [1500000000000.0, 1400000000000.0] |",
+        "| rows.0.iter_s | 0.683324039 |",  # model
+        "| rows.0.iter_s_all | [0.67, 0.69] |",
+        "| rows.0.time_ratio | 0.8222656 |",  # segnext
+        "| rows.0.mem_mmseg | 234567890 |",
+        "| probe | [12500000000000.0, 12000000000000.0] |",
+        "| rows.0.onnxruntime | 0.0123 |",  # deploy
+        "| rows.0.label | demo HamHead-NMF |",
+        "| s_per_iter | 0.41 |",  # recorded by a test
+        "| max_memory_allocated | 9876543210 |",
+    ]:
+        assert row in text, row
+    assert "every value of deploy/deploy.json (9)" in text  # 7 latency values, threads, device
+    assert "### `old/table_only.md` (no JSON next to it)" in text and "| x | 7.5 |" in text
+    assert report["tables"]["old/table_only.md"].endswith("| x | 7.5 |")
+
+
+@pytest.mark.slow
+def test_the_benchmarks_write_the_json_the_report_reads(tmp_path):
+    """The SegNeXt and ONNX Runtime benchmarks as gpu_check.sh runs them (--out-dir; on CPU
+    here): every number they measured reaches report.json and report.md."""
+    seg = ["--size", "64", "--batch", "1", "--runs", "1", "--out-dir", str(tmp_path / "segnext")]
+    run_tool("benchmark_segnext.py", *seg)
+    run_tool("benchmark_deploy.py", "--runs", "1", "--out-dir", str(tmp_path / "deploy"))
+    js, md = write_report(str(tmp_path))
+    report, text = json.load(open(js)), open(md).read()
+    seg = report["benchmarks"]["segnext/segnext.json"]
+    deploy = report["benchmarks"]["deploy/deploy.json"]
+    assert [r["part"] for r in seg["rows"]] == [
+        "ham (NMF, r=16, 6 steps)",
+        "decode head",
+        "whole model, one iteration",
+    ]
+    assert [(r["label"], r["size"]) for r in deploy["rows"]] == [
+        ("demo HamHead-NMF", 128),
+        ("configs/ham_voc.py", 513),
+    ]
+    assert all(r["time_ours"] > 0 and r["mem_mmseg"] > 0 for r in seg["rows"])
+    assert all(r["eager"] > 0 and r["onnxruntime"] > 0 for r in deploy["rows"])
+    for name, numbers in [("segnext/segnext", seg), ("deploy/deploy", deploy)]:
+        assert report["tables"][f"{name}.md"].strip() in text
+        for key, value in flatten(numbers):
+            cell = value if isinstance(value, str) else json.dumps(value)
+            assert f"| {key} | {cell} |" in text, (name, key)
+    eager_ms = deploy["rows"][0]["eager"] * 1e3
+    assert f"| demo HamHead-NMF | 1x3x128x128 | {eager_ms:.1f} ms |" in text
 
 
 def test_gpu_check_without_cuda_says_so_and_runs_nothing(tmp_path):

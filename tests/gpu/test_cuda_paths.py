@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import hamseg  # noqa: F401  (before mmseg)
-from hamseg.models import Hamburger, HamHead
-from tests.models.references import random_bases
+from hamseg.models import Hamburger, HamHead, HamLightHead
+from tests.models.references import perturb_norms, random_bases
 
 pytestmark = pytest.mark.gpu
 
@@ -45,28 +45,88 @@ def test_seeded_evaluation_is_identical_across_calls_on_cuda(cuda):
         assert torch.equal(head(x), head(x))
 
 
-def test_cpu_and_cuda_agree_given_the_same_dictionary(cuda):
+def _dictionaries(ham) -> list[torch.Tensor]:
+    """Spy on ``ham``: the initial dictionary (B*S, D, R) each call starts from, as drawn (a
+    copy: the iterations update it in place)."""
+    seen = []
+    original = ham._initial_bases
+
+    def spy(*args, **kwargs):
+        dictionary = original(*args, **kwargs)
+        seen.append(dictionary.detach().clone())
+        return dictionary
+
+    ham._initial_bases = spy
+    return seen
+
+
+def _fixed(**kwargs) -> dict:
+    """A ham whose dictionary is a buffer (``init='fixed'``): moved with the module, so CPU and
+    CUDA start from the same one (a seeded draw differs between CPU and CUDA generators)."""
+    return dict(type="NMF", R=8, train_steps=3, eval_steps=3, init="fixed", **kwargs)
+
+
+def _ham_head() -> tuple[torch.nn.Module, list[torch.Tensor]]:
+    head = HamHead(
+        in_channels=16, ham_channels=32, channels=16, num_classes=5, ham_cfg=_fixed(),
+        norm_cfg=dict(type="BN"),
+    )  # fmt: skip
+    perturb_norms(head)
+    return head, [torch.rand(2, 16, 33, 33)]  # 1089 positions: the fused path applies
+
+
+def _segnext_head() -> tuple[torch.nn.Module, list[torch.Tensor]]:
+    head = HamLightHead(
+        in_channels=[8, 16], in_index=[0, 1], channels=16, ham_channels=32, num_classes=5,
+        ham_cfg=_fixed(), norm_cfg=dict(type="GN", num_groups=8, requires_grad=True),
+    )  # fmt: skip
+    return head, [torch.rand(2, 8, 33, 33), torch.rand(2, 16, 17, 17)]
+
+
+@pytest.fixture
+def no_tf32(monkeypatch):
+    """float32 arithmetic on CUDA too: no TF32 in cuDNN's convolutions or cuBLAS's matmuls."""
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    precision = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    yield
+    torch.set_float32_matmul_precision(precision)
+
+
+@pytest.mark.usefixtures("no_tf32")
+@pytest.mark.parametrize("build", [_ham_head, _segnext_head], ids=["HamHead", "HamLightHead"])
+def test_cpu_and_cuda_heads_agree_given_the_same_dictionary(cuda, build):
     torch.manual_seed(0)
-    block = Hamburger(32, ham_cfg=HAMS[0]).eval()
-    x = torch.rand(2, 32, 33, 33)
-    bases = random_bases(2, 32, 8, torch.float32)
+    head, inputs = build()
+    head.eval()
+    seen = _dictionaries(head.hamburger.ham)
     with torch.no_grad():
-        on_cpu = block(x, bases)
-        on_cuda = block.to(cuda)(x.to(cuda), bases.to(cuda)).cpu()
-    torch.testing.assert_close(on_cuda, on_cpu, rtol=1e-3, atol=1e-4)
+        on_cpu = head(inputs)
+        on_cuda = head.to(cuda)([x.to(cuda) for x in inputs])
+    (cpu_dict, cuda_dict) = seen
+    assert cpu_dict.device.type == "cpu" and cuda_dict.device == cuda
+    assert torch.equal(cuda_dict.cpu(), cpu_dict)  # the same dictionary on both devices
+    assert on_cuda.device == cuda and on_cuda.shape == on_cpu.shape
+    torch.testing.assert_close(on_cuda.cpu(), on_cpu, rtol=1e-3, atol=1e-4)
 
 
 def test_seeded_dictionary_is_drawn_on_the_input_device(cuda):
     head = _head(eval_seed=0).to(cuda).eval()
-    seen = []
     ham = head.hamburger.ham
-    original = ham._solve
+    seen = _dictionaries(ham)
+    draws = []
+    original = ham._draw_bases
 
-    def spy(X, batch, bases):
-        seen.append(X.device)
-        return original(X, batch, bases)
+    def spy(batch, D, device, dtype, generator=None):
+        draws.append((torch.device(device), generator.device))
+        return original(batch, D, device, dtype, generator)
 
-    ham._solve = spy
+    ham._draw_bases = spy
     with torch.no_grad():
         head([torch.rand(1, 16, 9, 9, device=cuda)])
-    assert seen == [cuda]
+        head([torch.rand(1, 16, 9, 9, device=cuda)])
+    assert draws == [(cuda, cuda)]  # drawn once, on the GPU, by a CUDA generator
+    assert [d.device for d in seen] == [cuda, cuda]  # the dictionary the ham starts from
+    assert torch.equal(seen[0], seen[1])  # seeded: the same draw at every call
+    drawn = ham.__dict__["_seeded"][1]  # the seeded (S, D, R) draw the ham keeps
+    assert drawn.device == cuda and drawn.shape == (1, 32, 8)

@@ -4,7 +4,9 @@
         [--dynamic] [--opset 17] [--seed 0] [--verify]
 
 Input: the normalised float32 (N, 3, H, W) tensor of mmseg's data preprocessor; output: the
-logits (N, num_classes, H, W) of ``encode_decode``. docs/deploy.md.
+logits (N, num_classes, H, W) of ``encode_decode``. Exit 2 with one line for bad input and for
+a model that cannot export deterministically (a CD ham, mmseg's LightHamHead, a graph with a
+random operator); exit 1 when --verify fails. docs/deploy.md.
 """
 
 from __future__ import annotations
@@ -32,7 +34,11 @@ def main() -> None:
     p.add_argument("--dynamic", action="store_true", help="dynamic N, H, W")
     p.add_argument("--opset", type=int, default=17)
     p.add_argument("--seed", type=int, default=0, help="eval_seed of every ham")
-    p.add_argument("--verify", action="store_true", help="compare ONNX Runtime with PyTorch")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="compare ONNX Runtime with PyTorch; exit 1 above 1e-4 relative",
+    )
     args = p.parse_args()
     require_deploy()
     require_file(args.config, "config file")
