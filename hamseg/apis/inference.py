@@ -23,7 +23,7 @@ from mmengine.config import Config
 from torch import nn
 
 from hamseg.compat.checkpoint import load_checkpoint_file
-from hamseg.utils.cli import CLIError, require_file
+from hamseg.utils.cli import CLIError, require_config, require_file
 
 from .checkpoint import load_state_dict_strict
 from .images import ImageDecodeError, read_image_rgb
@@ -62,9 +62,7 @@ def _read_config(config: ConfigLike, cfg_options: Optional[dict]) -> Config:
     if isinstance(config, Path):
         config = str(config)
     if isinstance(config, str):
-        if "::" not in config:
-            require_file(config, "config file")
-        config = Config.fromfile(config)
+        config = Config.fromfile(require_config(config))
     elif not isinstance(config, Config):  # a ConfigDict or dict
         config = Config(dict(config))
     if cfg_options:

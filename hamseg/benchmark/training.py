@@ -13,7 +13,6 @@ import copy
 import os.path as osp
 from typing import Any
 
-import mmseg
 import torch
 from mmengine.config import Config
 from mmengine.model import revert_sync_batchnorm
@@ -23,15 +22,17 @@ from mmengine.structures import PixelData
 from mmseg.registry import MODELS
 from mmseg.structures import SegDataSample
 
+from hamseg.utils.cli import require_config
+
 #: The checkout hamseg runs from: relative config paths are resolved against it.
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 
 def resolve(config: str) -> str:
-    """Path of a config; ``mmseg::x`` is mmseg's packaged config ``x``, a relative path is
-    relative to the checkout."""
-    if config.startswith("mmseg::"):
-        return osp.join(osp.dirname(mmseg.__file__), ".mim", "configs", config[len("mmseg::") :])
+    """Path of a config; a packaged name (``mmseg::x``, ``hamseg::x``) is that package's config
+    (:func:`~hamseg.utils.cli.require_config`), a relative path is relative to the checkout."""
+    if "::" in config:
+        return require_config(config)
     return config if osp.isabs(config) else osp.join(REPO, config)
 
 

@@ -22,7 +22,7 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 # isort: split
 from hamseg.apis import init_segmentor  # noqa: E402
 from hamseg.apis.export import export_onnx, require_deploy, verify_onnx  # noqa: E402
-from hamseg.utils.cli import require_file, run_cli  # noqa: E402
+from hamseg.utils.cli import require_config, run_cli  # noqa: E402
 
 
 def main() -> None:
@@ -41,8 +41,7 @@ def main() -> None:
     )
     args = p.parse_args()
     require_deploy()
-    require_file(args.config, "config file")
-    model = init_segmentor(args.checkpoint, args.config)
+    model = init_segmentor(args.checkpoint, require_config(args.config))
     shape = tuple(args.shape)
     exported = export_onnx(model, args.out, shape, args.dynamic, args.opset, args.seed)
     print(f"wrote {args.out} (input (N, 3, {shape[0]}, {shape[1]}), seed {args.seed})")
