@@ -10,6 +10,7 @@ test loop of any mmseg config N times on one model; :func:`summarize` gives mean
 from __future__ import annotations
 
 import statistics
+import sys
 from dataclasses import dataclass
 
 from mmengine.config import Config
@@ -63,7 +64,7 @@ def evaluate_repeatedly(
     cfg.load_from = checkpoint
     runner = Runner.from_cfg(cfg)
     check_checkpoint_file(runner.model, checkpoint)
-    bar = ProgressBar(runs) if progress else None
+    bar = ProgressBar(runs, file=sys.stdout) if progress else None
     values = []
     for i in range(runs):
         metrics = runner.test() if i == 0 else runner.test_loop.run()
@@ -72,4 +73,7 @@ def evaluate_repeatedly(
         values.append(float(metrics[metric]))
         if bar is not None:
             bar.update()
+    if bar is not None:
+        bar.file.write("\n")  # the bar redraws its line with '\r' and never ends it
+        bar.file.flush()
     return summarize(values)

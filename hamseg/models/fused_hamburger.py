@@ -31,7 +31,7 @@ from hamseg.compat.tracing import is_tracing
 
 from .decompositions import MatrixDecomposition2D
 
-__all__ = ["Layout", "applies", "forward"]
+__all__ = ["Layout", "applies", "forward", "hooked", "is_plain_conv1x1"]
 
 
 class Layout(NamedTuple):
@@ -68,9 +68,7 @@ def applies(block: nn.Module, x: Tensor) -> bool:
         return False  # a trace or an export records the module calls (no in-place writes)
     if x.shape[2] * x.shape[3] < block.fast_path_min_positions:
         return False
-    if torch.is_autocast_enabled(x.device.type) or _has_global_hooks():
-        return False
-    if any(_has_hooks(m) for m in block.modules() if m is not block):
+    if torch.is_autocast_enabled(x.device.type) or hooked(block, itself=False):
         return False  # a hook on any submodule must fire
     layout = block.layout()
     before, after = _units(layout.before), _units(layout.after)
@@ -127,17 +125,23 @@ def forward(block: nn.Module, x: Tensor, bases: Tensor | None = None) -> Tensor:
     return y if relu_out else layout.act(y)
 
 
-def _has_hooks(module: nn.Module) -> bool:
-    return bool(module._forward_hooks or module._forward_pre_hooks)
-
-
-def _has_global_hooks() -> bool:
+def hooked(module: nn.Module, itself: bool = True) -> bool:
+    """Whether a forward (pre-)hook would fire in ``module``'s forward: a global one, or one
+    on any of its submodules (and on ``module`` itself if ``itself``). A path that bypasses
+    the submodules' own forward calls must not run then."""
     hooks = nn.modules.module
-    return bool(hooks._global_forward_hooks or hooks._global_forward_pre_hooks)
+    if hooks._global_forward_hooks or hooks._global_forward_pre_hooks:
+        return True
+    return any(
+        m._forward_hooks or m._forward_pre_hooks
+        for m in module.modules()
+        if itself or m is not module
+    )
 
 
-def _is_plain_conv1x1(conv: nn.Module) -> bool:
-    """A 1x1 conv with stride 1, no padding, no dilation and one group."""
+def is_plain_conv1x1(conv: nn.Module) -> bool:
+    """Whether ``conv`` is a plain ``nn.Conv2d``: 1x1, stride 1, no padding, no dilation, one
+    group."""
     return (
         type(conv) is nn.Conv2d
         and conv.kernel_size == (1, 1)
@@ -159,11 +163,11 @@ def _units(modules: Sequence[nn.Module]) -> list[_Unit] | None:
             if not units or units[-1][1] is not None:
                 return None
             units[-1] = (units[-1][0], module)
-        elif _is_plain_conv1x1(module):
+        elif is_plain_conv1x1(module):
             units.append((module, None))
         elif (
             isinstance(module, ConvModule)
-            and _is_plain_conv1x1(module.conv)
+            and is_plain_conv1x1(module.conv)
             and module.order == ("conv", "norm", "act")
             and not module.with_explicit_padding
         ):
@@ -283,8 +287,10 @@ def _pointwise(
             # (B, C_out, n) + (C_out, C_in) @ (B, C_in, n) -> (B, C_out, n)
             out = torch.baddbmm(residual.reshape(B, -1, n), w.expand(B, -1, -1), x3)
         else:
-            # (C_out, C_in) @ (B, C_in, n) -> (B, C_out, n)
-            out = torch.matmul(w, x3)
+            # (B, C_out, C_in) @ (B, C_in, n) -> (B, C_out, n); not matmul(w, x3), whose
+            # backward folds B into the rows of one product: transposed copies of x and of
+            # the gradient
+            out = torch.bmm(w.expand(B, -1, -1), x3)
         if bias is not None:
             out = out.add_(bias.unsqueeze(1))  # the products do not save their outputs
     if relu:

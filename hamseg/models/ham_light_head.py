@@ -7,7 +7,10 @@ an mmseg SegNeXt config switches by changing ``type`` (``ham_kwargs`` is underst
 changes is the ham: hamseg's NMF with the paper's one-step gradient (Sec. 2.3, Eq. 13) instead of
 back-propagation through every step, a seeded dictionary in evaluation (``eval_seed``: the same
 mIoU at every test run), the dictionary drawn on the input's device, float32 under fp16/bf16
-autocast, and any other hamseg ham (CD, VQ, the init modes of App. F).
+autocast, and any other hamseg ham (CD, VQ, the init modes of App. F). Around the ham: the
+squeeze runs in float32 under fp16 autocast (finite on features of scale 1e4, where mmseg's
+overflows), and by level without concatenating the resized levels
+(:mod:`hamseg.models.level_squeeze`: the same result within float rounding, faster).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from mmseg.models.utils import resize
 from mmseg.registry import MODELS
 from torch import Tensor
 
+from . import level_squeeze
 from .light_hamburger import LightHamburger
 
 __all__ = ["HamLightHead", "ham_cfg_from_kwargs"]
@@ -92,9 +96,25 @@ class HamLightHead(BaseDecodeHead):
     def forward(self, inputs: list[Tensor]) -> Tensor:
         """Logits (B, num_classes, H, W) at the resolution of the first selected level."""
         levels = self._transform_inputs(inputs)
+        device = levels[0].device.type
+        if torch.is_autocast_enabled(device) and torch.get_autocast_dtype(device) == torch.float16:
+            # The squeeze sums sum(in_channels) products of the backbone's features: at feature
+            # scale 1e4 its output exceeds fp16's 65504 (inf, then NaN from the GroupNorm; mmseg's
+            # head too). It runs in float32; its GroupNorm's output is bounded, and the rest of
+            # the head runs under fp16 as before (the ham computes in float32 anyway).
+            with torch.autocast(device, enabled=False):
+                x = self._squeeze([level.float() for level in levels])
+        else:
+            x = self._squeeze(levels)
+        return self.cls_seg(self.align(self.hamburger(x)))
+
+    def _squeeze(self, levels: list[Tensor]) -> Tensor:
+        """``squeeze(cat(resized levels))``, (B, ham_channels, H_0, W_0) at level 0's size;
+        computed by level where that is exact (:mod:`~hamseg.models.level_squeeze`)."""
+        if level_squeeze.applies(self.squeeze, levels):
+            return level_squeeze.forward(self.squeeze, levels, self.in_channels, self.align_corners)
         size = levels[0].shape[2:]
         levels = [
             resize(x, size=size, mode="bilinear", align_corners=self.align_corners) for x in levels
         ]
-        x = self.squeeze(torch.cat(levels, dim=1))
-        return self.cls_seg(self.align(self.hamburger(x)))
+        return self.squeeze(torch.cat(levels, dim=1))

@@ -287,3 +287,20 @@ def test_a_third_layout_reuses_the_fused_path(norm_cfg, low_rank_calls, monkeypa
         grads.append([xi.grad] + [p.grad.clone() for p in block.parameters()])
     for a, b in zip(*grads):
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-9)
+
+
+def test_batched_products_backward_makes_no_copies():
+    """W x for a batch (the breads in training): equal to the conv, and its backward is
+    products only (matmul's would copy x and the gradient transposed, a pass over each)."""
+    from torch.profiler import profile
+
+    x = torch.randn(3, 6, 5, 7, dtype=F64, requires_grad=True)
+    w = torch.randn(4, 6, dtype=F64, requires_grad=True)
+    b = torch.randn(4, dtype=F64, requires_grad=True)
+    out = fused._pointwise(x, w, b, relu=True)
+    expected = torch.relu(torch.nn.functional.conv2d(x, w.view(4, 6, 1, 1), b))
+    torch.testing.assert_close(out, expected, rtol=1e-12, atol=1e-12)
+    with profile() as prof:
+        out.backward(torch.randn(out.shape, dtype=F64))
+    copies = [e.name for e in prof.events() if e.name in ("aten::copy_", "aten::clone")]
+    assert copies == []
