@@ -1,6 +1,7 @@
 # Poly-NL (Babiloni et al., ICCV 2021, Eq. 6): the NLHead layout with the O(N^2) non-local block
 # replaced by the O(N) Poly-NL block (hamseg's PolyNLHead), so the two differ only in context.
 _base_ = ["./_base_/r18-d8_context-shapes.py"]
+demo_name = "PolyNL"
 model = dict(
     decode_head=dict(
         type="PolyNLHead",

@@ -23,7 +23,17 @@ from hamseg.utils.cli import CLIError
 
 from .demo import ensure_data
 
-__all__ = ["HEADS", "bar_chart", "compare_heads", "markdown", "run_one", "summarise"]
+__all__ = [
+    "BACKBONES",
+    "HEADS",
+    "backbone_of",
+    "bar_chart",
+    "chart_labels",
+    "compare_heads",
+    "markdown",
+    "run_one",
+    "summarise",
+]
 
 DEMO = "configs/demo"
 #: (display name, config) in table order: the local baseline first.
@@ -33,6 +43,7 @@ HEADS: list[tuple[str, str]] = [
     ("HamHead-CD", f"{DEMO}/hamhead-cd_r18-d8_context-shapes.py"),
     ("HamHead-VQ", f"{DEMO}/hamhead-vq_r18-d8_context-shapes.py"),
     ("NonLocal", f"{DEMO}/nonlocal_r18-d8_context-shapes.py"),
+    ("PolyNL", f"{DEMO}/polynl_r18-d8_context-shapes.py"),
     # SegNeXt-T (MSCAN-T backbone instead of the R18): mmseg's head and hamseg's.
     ("SegNeXt-T LightHamHead (mmseg)", f"{DEMO}/lighthamhead_mscan-t_context-shapes.py"),
     ("SegNeXt-T HamLightHead", f"{DEMO}/hamlighthead-nmf_mscan-t_context-shapes.py"),
@@ -123,12 +134,15 @@ def markdown(rows: list[dict[str, Any]], runs: list[dict[str, Any]], command: st
         )
     by = {r["name"]: r for r in rows}
     total = sum(r["total_time_s"] for r in runs)
+    used = sorted({backbone_of(r["name"]) for r in rows} - {None}, key=list(BACKBONES).index)
+    backbones = "; ".join(f"{name}: {BACKBONES[name]}" for name in used)
     text = [
         f"Context Shapes (400 train / 100 val images, 128 x 128, 7 classes), seeds "
         f"{rows[0]['seeds']}, {rows[0]['max_iters']} iterations of batch 8 per run; the same "
-        "backbone (ResNetV1c-18, base 16, output stride 8, from scratch), data and schedule for "
-        "every head. mIoU on the 100 validation images; std over seeds (ddof=0); train time is "
-        "the wall time of the training iterations of one run (median over seeds).",
+        "data, schedule and optimiser for every head, and the same backbone for every head of "
+        f"one family, trained from scratch ({backbones}). mIoU on the 100 validation images; "
+        "std over seeds (ddof=0); train time is the wall time of the training iterations of one "
+        "run (median over seeds).",
         "",
         *lines,
         "",
@@ -148,6 +162,36 @@ def markdown(rows: list[dict[str, Any]], runs: list[dict[str, Any]], command: st
     return "\n".join(text) + "\n"
 
 
+#: Backbone of a demo config, by a part of its file name: short name -> description.
+BACKBONES = {
+    "ResNetV1c-18 OS8": "ResNetV1c-18, base 16, output stride 8",
+    "MSCAN-T": "SegNeXt-T's MSCAN-T with mmseg's settings",
+}
+_BACKBONE_KEYS = {"_r18-d8_": "ResNetV1c-18 OS8", "_mscan-t_": "MSCAN-T"}
+
+
+def backbone_of(name: str) -> Optional[str]:
+    """Short name of the backbone of the head ``name`` of :data:`HEADS` (None if unknown)."""
+    config = dict(HEADS).get(name, "")
+    return next((b for key, b in _BACKBONE_KEYS.items() if key in config), None)
+
+
+def chart_labels(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    """Title and x labels of :func:`bar_chart`: the backbone in the title when every head has
+    the same one (from its config in :data:`HEADS`), under each head's name otherwise."""
+    backbones = [backbone_of(r["name"]) for r in rows]
+    seeds = len(rows[0]["seeds"])
+    shared = set(backbones)
+    title = "Context Shapes, "
+    if len(shared) == 1 and None not in shared:
+        title += f"{backbones[0]}, "
+        labels = [r["name"] for r in rows]
+    else:
+        labels = [r["name"] + (f"\n({b})" if b else "") for r, b in zip(rows, backbones)]
+    title += f"{rows[0]['max_iters']} iters, {seeds} seed{'s' if seeds != 1 else ''} (dots)"
+    return title, labels
+
+
 def bar_chart(rows: list[dict[str, Any]], out: str) -> None:
     """Bars of mean mIoU with std error bars and the per-seed values as dots."""
     import matplotlib
@@ -163,14 +207,14 @@ def bar_chart(rows: list[dict[str, Any]], out: str) -> None:
         ax.bar(i, r["mean"], yerr=r["std"], color=c, capsize=4, width=0.65)
         ax.scatter(np.full(len(r["per_seed"]), i), r["per_seed"], color="k", s=10, zorder=3)
         ax.text(i, r["mean"] + r["std"] + 1.5, f"{r['mean']:.1f}", ha="center", fontsize=8)
-    ax.set_xticks(x, [r["name"] for r in rows], fontsize=8)
+    title, labels = chart_labels(rows)
+    crowded = sum(len(label) for label in labels) > 60  # slanted, so that they do not overlap
+    ax.set_xticks(
+        x, labels, fontsize=8, rotation=25 if crowded else 0, ha="right" if crowded else "center"
+    )
     ax.set_ylabel("val mIoU (%)")
     ax.set_ylim(0, 105)
-    ax.set_title(
-        f"Context Shapes, ResNetV1c-18 OS8, {rows[0]['max_iters']} iters, "
-        f"{len(rows[0]['seeds'])} seeds (dots)",
-        fontsize=9,
-    )
+    ax.set_title(title, fontsize=9)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(out)

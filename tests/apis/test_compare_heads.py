@@ -58,6 +58,8 @@ def test_table_chart_and_resume(tmp_path):
     assert "| FCN | **62.0** ± 1.6 | 60.0, 62.0, 64.0 | 1.00M / 0.300M | 61 s |" in md
     assert "| HamHead-NMF | **92.0** ± 2.2 | 90.0, 91.0, 95.0 |" in md
     assert "HamHead-NMF minus FCN: **+30.0** mIoU points." in md
+    assert "(ResNetV1c-18 OS8: ResNetV1c-18, base 16, output stride 8)." in md
+    assert "MSCAN" not in md  # no SegNeXt head in this table
     assert "Command: `python tools/compare_demo_heads.py --heads FCN HamHead-NMF" in md
     assert open(tmp_path / "docs" / "res.md").read() == md
     png = cv2.imread(str(tmp_path / "docs" / "res.png"))
@@ -100,3 +102,22 @@ def test_run_one_launches_resumes_and_reports_failures(tmp_path):
     assert run_one("other.py", 5, work, demo, "d", force=True)["args"][1] == "other.py"
     with pytest.raises(RuntimeError, match=r"(?s)run failed \(3\): .* --seed 13 .*; see .*run.log"):
         run_one("x.py", 13, str(tmp_path / "bad"), demo, "d")
+
+
+def test_chart_names_each_heads_backbone():
+    from hamseg.apis.compare_heads import chart_labels
+
+    def rows(*names, seeds=(0,)):
+        return [dict(name=n, seeds=list(seeds), max_iters=500) for n in names]
+
+    segnext = ("SegNeXt-T LightHamHead (mmseg)", "SegNeXt-T HamLightHead")
+    title, labels = chart_labels(rows(*segnext))
+    assert title == "Context Shapes, MSCAN-T, 500 iters, 1 seed (dots)"
+    assert labels == list(segnext)
+    title, _ = chart_labels(rows("FCN", "HamHead-NMF", seeds=(0, 1, 2)))
+    assert title == "Context Shapes, ResNetV1c-18 OS8, 500 iters, 3 seeds (dots)"
+    title, labels = chart_labels(rows(*(name for name, _ in HEADS)))  # the full comparison
+    assert "ResNet" not in title and "MSCAN" not in title
+    assert labels[0] == "FCN\n(ResNetV1c-18 OS8)"
+    assert labels[-1] == "SegNeXt-T HamLightHead\n(MSCAN-T)"
+    assert "PolyNL\n(ResNetV1c-18 OS8)" in labels
