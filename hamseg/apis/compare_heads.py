@@ -199,18 +199,28 @@ def bar_chart(rows: list[dict[str, Any]], out: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    colours = {"FCN": "0.6", "NonLocal": "tab:purple"}
-    fig, ax = plt.subplots(figsize=(6.4, 3.8), dpi=120)
-    x = np.arange(len(rows))
-    for i, r in enumerate(rows):
-        c = colours.get(r["name"], "tab:red" if r["name"] == "HamHead-NMF" else "tab:orange")
-        ax.bar(i, r["mean"], yerr=r["std"], color=c, capsize=4, width=0.65)
-        ax.scatter(np.full(len(r["per_seed"]), i), r["per_seed"], color="k", s=10, zorder=3)
-        ax.text(i, r["mean"] + r["std"] + 1.5, f"{r['mean']:.1f}", ha="center", fontsize=8)
     title, labels = chart_labels(rows)
     crowded = sum(len(label) for label in labels) > 60  # slanted, so that they do not overlap
+    fig, ax = plt.subplots(figsize=(8.8 if crowded else 6.4, 4.4 if crowded else 3.8), dpi=120)
+    kinds = {"local": "0.6", "hamseg": "tab:red", "other context": "tab:purple"}
+    for i, r in enumerate(rows):
+        ours = r["name"].startswith("HamHead") or r["name"].endswith("HamLightHead")
+        kind = "local" if r["name"] == "FCN" else "hamseg" if ours else "other context"
+        ax.bar(i, r["mean"], yerr=r["std"], color=kinds[kind], capsize=4, width=0.65, label=kind)
+        ax.scatter(np.full(len(r["per_seed"]), i), r["per_seed"], color="k", s=10, zorder=3)
+        ax.text(i, r["mean"] + r["std"] + 1.5, f"{r['mean']:.1f}", ha="center", fontsize=8)
+    handles, names = ax.get_legend_handles_labels()
+    unique = dict(zip(names, handles))
+    ax.legend(
+        unique.values(), unique.keys(), fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0)
+    )
     ax.set_xticks(
-        x, labels, fontsize=8, rotation=25 if crowded else 0, ha="right" if crowded else "center"
+        np.arange(len(rows)),
+        labels,
+        fontsize=8,
+        rotation=30 if crowded else 0,
+        ha="right" if crowded else "center",
+        rotation_mode="anchor",
     )
     ax.set_ylabel("val mIoU (%)")
     ax.set_ylim(0, 105)
