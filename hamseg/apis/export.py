@@ -6,11 +6,12 @@ Every ham's evaluation dictionary is seeded (``eval_seed = seed``): the dictiona
 once, outside the trace, and enters the graph as a constant
 (:meth:`hamseg.models.decompositions.MatrixDecomposition2D._seeded_bases`), so the ONNX model
 computes exactly what the PyTorch model computes with that ``eval_seed``. NMF and VQ unroll into
-MatMul, Softmax, ReduceSum and Div; CD's ridge solve (``aten::linalg_solve``) has no ONNX
-operator and is refused up front (:class:`ExportError`), and so is mmseg's own ``LightHamHead``,
-whose NMF2D draws a new random dictionary at every forward (hamseg's ``HamLightHead`` takes its
-place). Whatever the model, a graph that still contains a random operator (:data:`RANDOM_OPS`)
-is refused after the export and its file removed. The TorchScript exporter (``dynamo=False``) is
+MatMul, Softmax, ReduceSum and Div; CD's ridge solve, which has no ONNX operator, is recorded as
+a Gauss-Jordan inverse of its r x r matrix (:mod:`hamseg.models.ridge_solve`). mmseg's own
+``LightHamHead`` is refused up front (:class:`ExportError`): its NMF2D draws a new random
+dictionary at every forward (hamseg's ``HamLightHead`` takes its place). Whatever the model, a
+graph that still contains a random operator (:data:`RANDOM_OPS`) is refused after the export
+and its file removed. The TorchScript exporter (``dynamo=False``) is
 used: it records the eager model as evaluated.
 """
 
@@ -26,7 +27,7 @@ import torch
 from mmseg.models.decode_heads.ham_head import Matrix_Decomposition_2D_Base
 from torch import Tensor, nn
 
-from hamseg.models.decompositions import CD, MatrixDecomposition2D
+from hamseg.models.decompositions import MatrixDecomposition2D
 from hamseg.utils.cli import CLIError
 
 __all__ = [
@@ -91,8 +92,8 @@ def seed_hams(model: nn.Module, seed: int) -> list[str]:
         The names of the hams.
 
     Raises:
-        ExportError: A CD ham (its ridge solve has no ONNX operator), or one of mmseg's own
-            hams (``LightHamHead``'s NMF2D: nothing to seed, a new dictionary at every forward).
+        ExportError: One of mmseg's own hams (``LightHamHead``'s NMF2D: nothing to seed, a new
+            dictionary at every forward).
     """
     modules = dict(model.named_modules())
     names = []
@@ -101,11 +102,6 @@ def seed_hams(model: nn.Module, seed: int) -> list[str]:
             raise ExportError(_mmseg_ham_message(name, module, modules))
         if not isinstance(module, MatrixDecomposition2D):
             continue
-        if isinstance(module, CD):
-            raise ExportError(
-                f"{name} is a CD ham: its ridge solve (torch.linalg.solve, aten::linalg_solve) "
-                "has no ONNX operator; export an NMF or VQ model"
-            )
         module.eval_seed = seed
         names.append(name)
     return names

@@ -23,6 +23,7 @@ from mmseg.registry import MODELS
 from torch import Tensor, nn
 
 from hamseg.compat.tracing import is_tracing, outside_trace
+from hamseg.models.ridge_solve import ridge_solve
 
 __all__ = ["MatrixDecomposition2D", "NMF", "CD", "VQ"]
 
@@ -681,7 +682,8 @@ class CD(_SoftClustering):
 
     Each step: C <- softmax(inv_t * cosine(D, X)), D <- normalize(X C^T) (unit columns, a soft
     spherical K-means). The final codes, with gradient, solve the ridge problem in closed form,
-    C = (D^T D + beta I)^-1 D^T X, by a linear solve (no explicit inverse).
+    C = (D^T D + beta I)^-1 D^T X, by a linear solve (:mod:`hamseg.models.ridge_solve`: LU
+    eagerly, an exportable elimination while a graph is recorded).
 
     Args:
         beta: Ridge weight (paper: 0.01 or 0.1 make no difference; release 0.1).
@@ -714,10 +716,11 @@ class CD(_SoftClustering):
 
     def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor | None) -> Tensor:
         """C = (D^T D + beta I)^-1 D^T X, returned transposed as (B*S, N, R)."""
-        # (B*S, D, R)^T @ (B*S, D, R) -> (B*S, R, R)
-        gram = torch.bmm(bases.transpose(1, 2), bases)
-        gram.diagonal(dim1=-2, dim2=-1).add_(self.beta)  # bmm output is not saved: safe
+        ridge = torch.eye(self.R, device=x.device, dtype=x.dtype).mul_(self.beta)
+        # beta I + (B*S, D, R)^T @ (B*S, D, R) -> (B*S, R, R); out of place: a recorded graph
+        # (ONNX export) loses an in-place write into a view such as the diagonal
+        gram = torch.baddbmm(ridge, bases.transpose(1, 2), bases)
         # (B*S, D, R)^T @ (B*S, D, N) -> (B*S, R, N)
         rhs = torch.bmm(bases.transpose(1, 2), x)
         # (B*S, R, R)^-1 @ (B*S, R, N) -> (B*S, R, N) -> (B*S, N, R)
-        return torch.linalg.solve(gram, rhs).transpose(1, 2)
+        return ridge_solve(gram, rhs).transpose(1, 2)

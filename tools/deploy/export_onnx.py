@@ -5,7 +5,7 @@
 
 Input: the normalised float32 (N, 3, H, W) tensor of mmseg's data preprocessor; output: the
 logits (N, num_classes, H, W) of ``encode_decode``. Exit 2 with one line for bad input and for
-a model that cannot export deterministically (a CD ham, mmseg's LightHamHead, a graph with a
+a model that cannot export deterministically (mmseg's LightHamHead, a graph with a
 random operator); exit 1 when --verify fails. docs/deploy.md.
 """
 
