@@ -31,13 +31,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
-from multiprocessing import Pool
 from typing import Optional
 
 import numpy as np
 from PIL import Image
-from scipy.io import loadmat
-from tqdm import tqdm
+
+from hamseg.datasets.converters.mat_files import read_mat_field
+from hamseg.datasets.converters.progress import convert_all
+from hamseg.datasets.samples import InvalidSampleError
 
 __all__ = [
     "CONTEXT59",
@@ -106,9 +107,19 @@ def to_context60(label_map: np.ndarray, lut: np.ndarray) -> np.ndarray:
 
 
 def convert_one(image_id: str, mat_dir: str, out_dir: str, lut: np.ndarray) -> str:
-    """``mat_dir/<id>.mat`` -> ``out_dir/<id>.png``; returns the id."""
-    label_map = loadmat(osp.join(mat_dir, image_id + ".mat"))["LabelMap"]
-    Image.fromarray(to_context60(label_map, lut)).save(osp.join(out_dir, image_id + ".png"))
+    """``mat_dir/<id>.mat`` -> ``out_dir/<id>.png``; returns the id.
+
+    Raises:
+        InvalidSampleError: One line naming a file that cannot be read or holds ids outside
+            0..459.
+    """
+    path = osp.join(mat_dir, image_id + ".mat")
+    label_map = read_mat_field(path, "LabelMap", "PASCAL Context label map")
+    try:
+        converted = to_context60(label_map, lut)
+    except ValueError as err:
+        raise InvalidSampleError(f"PASCAL Context label map {path!r}: {err}") from None
+    Image.fromarray(converted).save(osp.join(out_dir, image_id + ".png"))
     return image_id
 
 
@@ -266,15 +277,7 @@ def convert_pascal_context(
 
     os.makedirs(out_dir, exist_ok=True)
     work = partial(convert_one, mat_dir=mat_dir, out_dir=out_dir, lut=lookup_table())
-    todo = splits["train"] + splits["val"]
-    bar = dict(total=len(todo), desc="Context .mat -> PNG", unit="img")
-    if nproc > 1:
-        with Pool(nproc) as pool:
-            for _ in tqdm(pool.imap_unordered(work, todo, chunksize=32), **bar):
-                pass
-    else:
-        for image_id in tqdm(todo, **bar):
-            work(image_id)
+    convert_all(work, splits["train"] + splits["val"], nproc, "Context .mat -> PNG")
 
     sets = osp.join(voc2010, "ImageSets", "SegmentationContext")
     os.makedirs(sets, exist_ok=True)

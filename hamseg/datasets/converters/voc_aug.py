@@ -23,13 +23,14 @@ import os.path as osp
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from multiprocessing import Pool
 from typing import Optional
 
 import numpy as np
 from PIL import Image
-from scipy.io import loadmat
-from tqdm import tqdm
+
+from hamseg.datasets.converters.mat_files import read_mat_field
+from hamseg.datasets.converters.progress import convert_all
+from hamseg.datasets.samples import InvalidSampleError
 
 __all__ = [
     "TRAINAUG_LEN",
@@ -68,9 +69,17 @@ def write_list(path: str, ids: Iterable[str]) -> None:
 
 
 def sbd_class_map(mat_path: str) -> np.ndarray:
-    """The class map (H, W) uint8 stored in an SBD ``cls/<id>.mat`` (struct ``GTcls``)."""
-    gt = loadmat(mat_path, squeeze_me=True, struct_as_record=False)["GTcls"]
-    return np.asarray(gt.Segmentation).astype(np.uint8)
+    """The class map (H, W) uint8 stored in an SBD ``cls/<id>.mat`` (struct ``GTcls``).
+
+    Raises:
+        InvalidSampleError: One line naming a file that cannot be read or holds no class map.
+    """
+    what = "SBD class map"
+    gt = read_mat_field(mat_path, "GTcls", what, squeeze_me=True, struct_as_record=False)
+    segmentation = getattr(gt, "Segmentation", None)
+    if segmentation is None or np.ndim(segmentation) != 2:
+        raise InvalidSampleError(f"{what} {mat_path!r} holds no 2-D GTcls.Segmentation")
+    return np.asarray(segmentation).astype(np.uint8)
 
 
 def convert_mat(name: str, in_dir: str, out_dir: str) -> str:
@@ -136,12 +145,7 @@ def build_trainaug(
     names = sorted(n for n in os.listdir(in_dir) if n.endswith(".mat"))
     os.makedirs(out_dir, exist_ok=True)
     work = partial(convert_mat, in_dir=in_dir, out_dir=out_dir)
-    bar = dict(total=len(names), desc="SBD .mat -> PNG", unit="img")
-    if nproc > 1:
-        with Pool(nproc) as pool:
-            converted = list(tqdm(pool.imap_unordered(work, names, chunksize=32), **bar))
-    else:
-        converted = [work(n) for n in tqdm(names, **bar)]
+    converted = convert_all(work, names, nproc, "SBD .mat -> PNG")
 
     missing = sorted(set(sbd) - set(converted))
     if missing:

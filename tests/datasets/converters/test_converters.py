@@ -127,6 +127,26 @@ def test_voc_aug_missing_sbd_says_where_to_get_it(tmp_path, monkeypatch):
     )
 
 
+def last_line_error(out: subprocess.CompletedProcess) -> str:
+    """The tool's error: exit code 2, no traceback, the last stderr line (tqdm's bar precedes)."""
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    return out.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("nproc", ["1", "2"])
+def test_voc_aug_names_a_corrupt_mat_in_one_line(voc_tree, nproc):
+    mat = "data/VOCdevkit/VOCaug/dataset/cls/x.mat"
+    with open(mat, "r+b") as f:  # truncated
+        f.truncate(120)
+    out = run_command(f"{PREPARE_VOC_AUG} --nproc {nproc}", "voc_aug")
+    error = last_line_error(out)
+    assert error.startswith(f"error: SBD class map '{mat}' cannot be read (")
+    assert error.endswith("extract it again from the release")
+    savemat(mat, {"Other": np.zeros((2, 3))})  # a MATLAB file of something else
+    error = last_line_error(run_command(f"{PREPARE_VOC_AUG} --nproc {nproc}", "voc_aug"))
+    assert error == f"error: SBD class map '{mat}' holds no 'GTcls' variable"
+
+
 # --------------------------------------------------------------------------------------------
 # PASCAL Context
 # --------------------------------------------------------------------------------------------
@@ -231,3 +251,16 @@ def test_context_missing_mats_say_what_to_download(tmp_path, monkeypatch):
 def test_context_rejects_out_of_range_ids():
     with pytest.raises(ValueError, match="0..459"):
         pascal_context.to_context60(np.array([[460]]), pascal_context.lookup_table())
+
+
+def test_context_names_a_corrupt_or_out_of_range_mat_in_one_line(context_tree):
+    mat = "data/VOCdevkit/VOC2010/trainval/2009_000001.mat"
+    savemat(mat, {"LabelMap": np.full((3, 4), 460, np.uint16)})
+    error = last_line_error(run_command(PREPARE_CONTEXT, "pascal_context"))
+    assert error == (
+        f"error: PASCAL Context label map '{mat}': LabelMap values must be in 0..459, got 460..460"
+    )
+    with open(mat, "wb") as f:
+        f.write(b"not a MATLAB file")
+    error = last_line_error(run_command(f"{PREPARE_CONTEXT} --nproc 2", "pascal_context"))
+    assert error.startswith(f"error: PASCAL Context label map '{mat}' cannot be read (")
