@@ -8,7 +8,9 @@ change only the decode head over ``mmseg::segnext/...``) is therefore upgraded b
 (train, test, validate_dataset: :func:`~hamseg.datasets.config_checks.check_dataset_paths`) to
 hamseg's drop-ins :class:`~hamseg.datasets.transforms.CheckedLoadImageFromFile` and
 :class:`~hamseg.datasets.transforms.CheckedLoadAnnotations`, with the same arguments; the label
-loader also gets the class count and ignore index of the decode head. One info line says so.
+loader also gets the class count and ignore index of the decode head, and so does a
+``CheckedLoadAnnotations`` written without ``num_classes`` (the custom template's: a child config
+changes the class count in the head and the dataset's ``metainfo`` alone). One info line says so.
 """
 
 from __future__ import annotations
@@ -69,7 +71,16 @@ def _upgrade(node: Any, num_classes: Optional[int], ignore_index: int, done: lis
         return
     if not isinstance(node, dict):
         return
-    new = _checked_type(node.get("type"))
+    kind = node.get("type")
+    if kind in ("CheckedLoadAnnotations", "mmseg.CheckedLoadAnnotations") and (
+        node.get("num_classes") is None
+    ):
+        if num_classes is not None:
+            node["num_classes"] = num_classes
+            node.setdefault("ignore_index", ignore_index)
+            done.append(f"CheckedLoadAnnotations(num_classes={num_classes}, from the decode head)")
+        return
+    new = _checked_type(kind)
     if new is not None:
         old = node["type"] if isinstance(node["type"], str) else node["type"].__name__
         old = old.rpartition(".")[2]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import os.path as osp
 from collections.abc import Sequence
-from typing import Optional
+from typing import Any, Optional
 
 from mmengine.config import Config
 
@@ -226,28 +226,44 @@ def check_label_free_splits(cfg: Config, splits: Optional[Sequence[str]] = None)
 
 
 def check_num_classes(cfg: Config, splits: Optional[Sequence[str]] = None) -> None:
-    """Check every head's ``num_classes`` against the classes of the configured datasets.
+    """Check every head's ``num_classes`` against the classes of the configured datasets, and
+    a top-level ``classes`` variable (the custom template's) against them too.
+
+    A child config of the template that sets ``classes`` alone changes nothing: the template's
+    dataloaders and head were computed from its own ``classes`` when it was read (mmengine
+    evaluates each file once). That is refused instead of training on the old classes.
 
     Args:
         cfg: The run's config.
         splits: As for :func:`check_dataset_paths`.
 
     Raises:
-        ClassCountError: Naming the head, its ``num_classes``, the dataset and its class count.
+        ClassCountError: Naming the head, its ``num_classes``, the dataset and its class count;
+            or the ``classes`` variable and the dataset's classes, when they differ.
     """
     model_heads = list(heads(cfg.get("model")))
-    if not model_heads:
-        return
+    variable = cfg.get("classes")
     for split, dataset_cfg in split_datasets(cfg, splits):
         classes = dataset_classes(dataset_cfg)
         if classes is None:
             continue
+        if isinstance(variable, (list, tuple)) and tuple(variable) != tuple(classes):
+            raise ClassCountError(
+                f"the config sets classes={_shown(variable)} but the {split}_dataloader dataset "
+                f"has classes={_shown(classes)}: a child config that changes the classes sets "
+                "model.decode_head.num_classes and each dataloader's dataset.metainfo, as "
+                "configs/custom/hamhead-nmf_r18-d8_custom-classes.py does (docs/custom_dataset.md)"
+            )
         for name, head in model_heads:
             if head["num_classes"] != len(classes):
-                shown = ", ".join(map(str, classes[:6])) + (", ..." if len(classes) > 6 else "")
                 raise ClassCountError(
                     f"model.{name}.num_classes={head['num_classes']} but the "
                     f"{split}_dataloader dataset ({dataset_cfg.get('type')}) has "
-                    f"{len(classes)} classes ({shown}). Set num_classes={len(classes)} or "
-                    "change the dataset's metainfo classes."
+                    f"{len(classes)} classes {_shown(classes)}. Set "
+                    f"num_classes={len(classes)} or change the dataset's metainfo classes."
                 )
+
+
+def _shown(classes: Sequence[Any]) -> str:
+    """At most six class names, for a message: '(a, b, ...)'."""
+    return "(" + ", ".join(map(str, classes[:6])) + (", ..." if len(classes) > 6 else "") + ")"

@@ -63,7 +63,11 @@ class CheckedLoadAnnotations(LoadAnnotations):
     """``LoadAnnotations`` that checks the label map against its image and the class count.
 
     Args:
-        num_classes: Number of classes; valid labels are ``0 .. num_classes - 1``.
+        num_classes: Number of classes; valid labels are ``0 .. num_classes - 1``. None: the
+            decode head's, which hamseg's tools fill in (train, test, validate_dataset:
+            :func:`~hamseg.datasets.checked_loaders.use_checked_loaders`), so a config changes
+            its class count in the head and the dataset's ``metainfo`` alone; left None (mmseg's
+            own tools) every value 0..255 passes and the rest is checked.
         ignore_index: The label ignored by the loss (mmseg's default 255).
         reduce_zero_label: As in ``LoadAnnotations`` (default: the dataset's setting).
         backend_args: mmengine file backend arguments.
@@ -72,7 +76,7 @@ class CheckedLoadAnnotations(LoadAnnotations):
 
     def __init__(
         self,
-        num_classes: int,
+        num_classes: Optional[int] = None,
         ignore_index: int = 255,
         reduce_zero_label: Optional[bool] = None,
         backend_args: Optional[dict] = None,
@@ -83,7 +87,7 @@ class CheckedLoadAnnotations(LoadAnnotations):
             backend_args=backend_args,
             imdecode_backend=imdecode_backend,
         )
-        if num_classes < 1:
+        if num_classes is not None and num_classes < 1:
             raise ValueError(f"num_classes must be >= 1, got {num_classes}")
         self.num_classes = num_classes
         self.ignore_index = ignore_index
@@ -107,7 +111,7 @@ class CheckedLoadAnnotations(LoadAnnotations):
             )
         label, problems = label_problems(
             raw,
-            self.num_classes,
+            256 if self.num_classes is None else self.num_classes,
             self.ignore_index,
             reduce_zero_label,
             results.get("label_map"),

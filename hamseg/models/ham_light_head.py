@@ -40,7 +40,8 @@ def ham_cfg_from_kwargs(ham_kwargs: dict) -> dict:
 
     mmseg's NMF2D forces ``inv_t = 1`` whatever the config says (as hamseg's NMF), so ``inv_t``
     is dropped; ``rand_init=False`` (one dictionary drawn once and kept as the ``bases``
-    buffer) is hamseg's ``init='fixed'``.
+    buffer) is hamseg's ``init='fixed'``. Evaluation is seeded (``eval_seed=0``): that is what
+    switching an mmseg config's ``type`` is for, the same mIoU at every test of a checkpoint.
 
     Raises:
         ValueError: On a key that mmseg's NMF2D does not take.
@@ -54,6 +55,7 @@ def ham_cfg_from_kwargs(ham_kwargs: dict) -> dict:
     kwargs = {**MMSEG_DEFAULTS, **ham_kwargs}
     cfg = dict(type="NMF", **{ours: kwargs[theirs] for theirs, ours in _KWARGS.items()})
     cfg["init"] = "random" if kwargs["rand_init"] else "fixed"
+    cfg["eval_seed"] = 0
     return cfg
 
 
@@ -66,13 +68,16 @@ class HamLightHead(BaseDecodeHead):
         ham_channels: Channels of the Hamburger (SegNeXt: 256 for T/S, 512 B, 1024 L).
         ham_cfg: hamseg ham config, e.g. ``dict(type='NMF', S=1, R=16, train_steps=6,
             eval_steps=7, eval_seed=0)``; any hamseg decomposition and its options.
-        ham_kwargs: mmseg's ``LightHamHead`` argument instead (:func:`ham_cfg_from_kwargs`).
-            Neither given: mmseg's defaults (NMF, r = 64, 6 train / 7 eval steps).
+        ham_kwargs: mmseg's ``LightHamHead`` argument instead (:func:`ham_cfg_from_kwargs`,
+            seeded evaluation). Given with ``ham_cfg``, the entries of ``ham_cfg`` override
+            what ``ham_kwargs`` maps to (e.g. ``ham_cfg=dict(eval_seed=None)`` on an mmseg
+            config: a new dictionary per forward, as mmseg). Neither given: mmseg's defaults
+            (NMF, r = 64, 6 train / 7 eval steps), seeded.
         **kwargs: :class:`BaseDecodeHead` arguments (``in_channels`` list, ``in_index``,
             ``channels``, ``num_classes``, ``norm_cfg``, ...); always ``multiple_select``.
 
     Raises:
-        ValueError: Both ``ham_cfg`` and ``ham_kwargs``, or an unknown ``ham_kwargs`` key.
+        ValueError: An unknown ``ham_kwargs`` key.
     """
 
     def __init__(
@@ -82,10 +87,8 @@ class HamLightHead(BaseDecodeHead):
         ham_kwargs: dict | None = None,
         **kwargs: Any,
     ) -> None:
-        if ham_cfg is not None and ham_kwargs is not None:
-            raise ValueError("HamLightHead: give ham_cfg (hamseg) or ham_kwargs (mmseg), not both")
-        if ham_cfg is None:
-            ham_cfg = ham_cfg_from_kwargs(ham_kwargs or {})
+        if ham_cfg is None or ham_kwargs is not None:
+            ham_cfg = {**ham_cfg_from_kwargs(ham_kwargs or {}), **(ham_cfg or {})}
         super().__init__(input_transform="multiple_select", **kwargs)
         self.ham_channels = ham_channels
         conv = dict(conv_cfg=self.conv_cfg, norm_cfg=self.norm_cfg, act_cfg=self.act_cfg)

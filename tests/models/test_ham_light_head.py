@@ -189,25 +189,36 @@ def test_mmseg_ham_kwargs_map_to_hamseg_nmf():
     cfg = ham_cfg_from_kwargs(
         dict(MD_S=1, MD_R=16, train_steps=6, eval_steps=7, inv_t=100, rand_init=True)
     )
-    assert cfg == dict(type="NMF", S=1, R=16, train_steps=6, eval_steps=7, init="random")
+    assert cfg == dict(
+        type="NMF", S=1, R=16, train_steps=6, eval_steps=7, init="random", eval_seed=0
+    )
     assert ham_cfg_from_kwargs(dict(rand_init=False))["init"] == "fixed"
     assert ham_cfg_from_kwargs({})["R"] == 64  # mmseg's defaults
     with pytest.raises(ValueError, match=r"unknown keys \['MD_T'\]"):
         ham_cfg_from_kwargs(dict(MD_T=1))
+    # ham_cfg next to ham_kwargs overrides what they map to
     kwargs = dict(in_channels=[8, 8], in_index=[0, 1], channels=8, num_classes=3)
-    with pytest.raises(ValueError, match="not both"):
-        HamLightHead(ham_channels=8, ham_cfg=dict(type="NMF"), ham_kwargs={}, **kwargs)
+    head = HamLightHead(8, ham_cfg=dict(eval_seed=None, R=4), ham_kwargs=dict(MD_R=16), **kwargs)
+    assert (head.hamburger.ham.R, head.hamburger.ham.eval_seed) == (4, None)
+    assert HamLightHead(8, ham_kwargs=dict(MD_R=16), **kwargs).hamburger.ham.eval_seed == 0
 
 
 def test_an_mmseg_config_switches_by_changing_only_the_type():
     cfg = mmseg_config().model.decode_head
     cfg.type = "HamLightHead"
-    head = build(cfg)  # ham_kwargs as mmseg writes them
-    assert (head.hamburger.ham.R, head.hamburger.ham.eval_steps, head.hamburger.ham.grad) == (
-        16,
-        7,
-        "one_step",
-    )
+    head = build(cfg).eval()  # ham_kwargs as mmseg writes them
+    ham = head.hamburger.ham
+    assert (ham.R, ham.eval_steps, ham.grad, ham.eval_seed) == (16, 7, "one_step", 0)
+    inputs = features(size=128)  # seeded evaluation from the one-word switch
+    with torch.no_grad():
+        assert torch.equal(head(inputs), head(inputs))
+    cfg.ham_cfg = dict(eval_seed=None)  # --cfg-options decode_head.ham_cfg.eval_seed=None
+    unseeded = build(cfg).eval()
+    unseeded.load_state_dict(head.state_dict())
+    with torch.no_grad():
+        assert unseeded.hamburger.ham.eval_seed is None
+        assert not torch.equal(unseeded(inputs), unseeded(inputs))
+    del cfg.ham_cfg
     # rand_init=False: the dictionary exists from construction (a checkpoint loads before any
     # forward), as a buffer of the state dict.
     cfg.ham_kwargs.rand_init = False

@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import os
 import os.path as osp
+import re
 import subprocess
 import sys
 
@@ -20,14 +21,17 @@ from tests.helpers import make_checkpoint
 CUSTOM = osp.join(REPO, "configs", "custom", "hamhead-nmf_r18-d8_custom.py")
 CHILDREN = [
     osp.join(REPO, "configs", "custom", f"hamhead-nmf_r18-d8_custom-{n}.py")
-    for n in ("512x512", "2k")
+    for n in ("512x512", "2k", "classes")
 ]
+CLASSES_CHILD = CHILDREN[2]
 TIMEOUT = 600
 
 
-def write_mask_layout(root: str, bad_label: bool = False, drop_label: bool = False) -> str:
+def write_mask_layout(
+    root: str, bad_label: bool = False, drop_label: bool = False, bad_value: int = 7
+) -> str:
     """A user's own layout: images/{train,val}/NAME.jpg, masks/{train,val}/NAME_mask.png, odd
-    sizes, 3 classes. ``bad_label`` writes a 7 into one val and one train mask;
+    sizes, 3 classes. ``bad_label`` writes ``bad_value`` into one val and one train mask;
     ``drop_label`` deletes one val mask."""
     rng = np.random.default_rng(0)
     colours = np.array([[90, 90, 90], [40, 40, 220], [220, 90, 40]], np.uint8)
@@ -44,7 +48,7 @@ def write_mask_layout(root: str, bad_label: bool = False, drop_label: bool = Fal
                 osp.join(root, "images", split, f"{i:03d}.jpg"), img.clip(0, 255).astype(np.uint8)
             )
             if bad_label and i == 1:
-                label[0, 0] = 7
+                label[0, 0] = bad_value
             cv2.imwrite(osp.join(root, "masks", split, f"{i:03d}_mask.png"), label)
     if drop_label:
         os.remove(osp.join(root, "masks", "val", "002_mask.png"))
@@ -166,6 +170,28 @@ def test_bad_label_in_a_worker_is_one_line_naming_the_file(tmp_path, tool):
     split = "train" if tool == "train" else "val"
     assert f"masks/{split}/001_mask.png" in line and "7" in line, line
     assert "DataLoader worker" not in line and len(line) < 400, line
+
+
+def test_classes_child_config_sets_the_class_count_of_head_data_and_label_check(tmp_path):
+    """The class-count child: 4 classes in the head, the metainfo (per-class results) and the
+    checked label loader (a 4 is outside [0, 4)); setting `classes` alone is refused."""
+    ckpt = make_checkpoint(str(tmp_path / "four.pth"), num_classes=4)
+    root = write_mask_layout(str(tmp_path / "data"))
+    args = ["tools/test.py", CLASSES_CHILD, ckpt, "--work-dir", str(tmp_path / "w")]
+    proc = run(*args, "--cfg-options", *layout_options(root, workers=0))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = re.findall(r"^\|\s*(\w+)\s*\|\s*([\d.]+|nan)\s*\|", proc.stdout, re.M)
+    assert [name for name, _ in rows] == ["background", "cat", "dog", "bird"], proc.stdout[-2000:]
+    bad = write_mask_layout(str(tmp_path / "bad"), bad_label=True, bad_value=4)
+    line = one_line_error(run(*args, "--cfg-options", *layout_options(bad, workers=0)))
+    assert "masks/val/001_mask.png" in line and "outside [0, 4)" in line, line
+
+    only_classes = tmp_path / "only_classes.py"  # the trap: mmengine reads the base once
+    only_classes.write_text(f"_base_ = [{CUSTOM!r}]\nclasses = ('a', 'b', 'c', 'd')\n")
+    args = ["tools/test.py", str(only_classes), ckpt, "--work-dir", str(tmp_path / "w2")]
+    line = one_line_error(run(*args, "--cfg-options", *layout_options(root, workers=0)))
+    assert line.startswith("error: the config sets classes=(a, b, c, d) but the "), line
+    assert "hamhead-nmf_r18-d8_custom-classes.py" in line, line
 
 
 def test_missing_label_file_is_one_line(tmp_path):
