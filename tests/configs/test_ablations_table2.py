@@ -120,6 +120,23 @@ def test_head_as_configured_runs(name):
         assert head.hamburger.ham.coef_init == CONFIGS[name][0].get("coef_init", "softmax")
 
 
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_whole_segmentor_as_configured_runs(name):
+    """The config's whole model (dilated R50, output stride 16, and the head) on a tiny odd-size
+    image: SyncBN reverted to BN for one process, no pretrained weights."""
+    from mmengine.model import revert_sync_batchnorm
+
+    cfg = load(name)
+    cfg.model.backbone.init_cfg = None
+    init_default_scope("mmseg")
+    torch.manual_seed(0)
+    model = revert_sync_batchnorm(MODELS.build(cfg.model)).eval()
+    with torch.no_grad():
+        logits = model(torch.rand(1, 3, 65, 67), mode="tensor")
+    assert logits.shape == (1, 21, 5, 5) and torch.isfinite(logits).all()  # ceil(65 / 16) = 5
+    assert isinstance(model.decode_head.hamburger, Hamburger) == (name != "table2_baseline.py")
+
+
 PAPER_RECIPES = sorted(
     glob.glob(osp.join(REPO, "configs", "ham_*.py"))
     + glob.glob(osp.join(REPO, "configs", "hamnet", "**", "*.py"), recursive=True)
