@@ -14,6 +14,12 @@ script gets wrong on this stack, and restore it afterwards:
 - ``analysis_tools/benchmark.py`` averages the speed of test images 6 to 200 and prints ``nan``
   when the test set has fewer than 200 (the demo's has 100). The test loader is repeated until the
   script stops at 200.
+- ``analysis_tools/confusion_matrix.py`` reads the classes from the dataset's class attribute
+  (``dataset.METAINFO['classes']``, for the matrix size and the axis labels), which is empty for
+  mmseg's generic ``BaseSegDataset`` whose classes the config gives in ``metainfo`` (the custom
+  template's): ``KeyError: 'classes'``. For a dataset class with its own classes, a config that
+  keeps a subset of them would get a matrix of the wrong size. Every dataset the script builds
+  gets its instance's ``metainfo`` (classes, palette, ...) as its ``METAINFO``.
 - ``misc/publish_model.py`` renames its output with ``subprocess.Popen(['mv', ...])`` and exits
   without waiting, so the published file may not exist yet when the command returns. Started
   processes are waited for.
@@ -28,18 +34,25 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["FIXES", "RepeatedLoader", "tool_fixes"]
+__all__ = ["FIXES", "RepeatedLoader", "instance_metainfo", "tool_fixes"]
+
+
+_ABSENT = object()
 
 
 @contextlib.contextmanager
 def _patched(owner: Any, name: str, value: Any) -> Iterator[None]:
-    """Set ``owner.name = value`` (a class's own attribute or a module's) and restore it."""
-    original = vars(owner)[name]  # the raw attribute: keeps a staticmethod a staticmethod
+    """Set ``owner.name = value`` (a class's, a module's or an object's own attribute) and restore
+    it (an object's attribute it did not have is deleted again)."""
+    original = vars(owner).get(name, _ABSENT)  # raw: keeps a staticmethod a staticmethod
     setattr(owner, name, value)
     try:
         yield
     finally:
-        setattr(owner, name, original)
+        if original is _ABSENT:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, original)
 
 
 def _get_flops_inputs_only() -> contextlib.AbstractContextManager:
@@ -64,6 +77,26 @@ def _contiguous_images_for_the_visualizer() -> contextlib.AbstractContextManager
         return add(self, name, np.ascontiguousarray(image), *args, **kwargs)
 
     return _patched(SegLocalVisualizer, "add_datasample", add_datasample)
+
+
+def instance_metainfo(dataset: Any) -> Any:
+    """Give ``dataset`` its instance's ``metainfo`` as ``METAINFO`` (an object attribute, which
+    hides the class attribute that scripts read); returns ``dataset``."""
+    metainfo = getattr(dataset, "metainfo", None)
+    if isinstance(metainfo, dict):
+        dataset.METAINFO = metainfo
+    return dataset
+
+
+def _datasets_with_instance_metainfo() -> contextlib.AbstractContextManager:
+    from mmseg.registry import DATASETS
+
+    build = DATASETS.build
+
+    def build_dataset(cfg, *args, **kwargs):
+        return instance_metainfo(build(cfg, *args, **kwargs))
+
+    return _patched(DATASETS, "build", build_dataset)
 
 
 class RepeatedLoader:
@@ -118,6 +151,11 @@ FIXES: dict[str, tuple[Callable[[], contextlib.AbstractContextManager], ...]] = 
     "analysis_tools/get_flops.py": (_get_flops_inputs_only,),
     "analysis_tools/browse_dataset.py": (_contiguous_images_for_the_visualizer,),
     "analysis_tools/benchmark.py": (_repeated_test_loader,),
+    "analysis_tools/confusion_matrix.py": (_datasets_with_instance_metainfo,),
+    "misc/browse_dataset.py": (
+        _datasets_with_instance_metainfo,
+        _contiguous_images_for_the_visualizer,
+    ),
     "misc/publish_model.py": (_wait_for_started_processes,),
 }
 

@@ -13,6 +13,9 @@ from torch import nn
 
 import hamseg  # noqa: F401  (before mmseg)
 from hamseg.compat.mmseg_tool_fixes import FIXES, RepeatedLoader, tool_fixes
+from tests.conftest import REPO
+
+CUSTOM = osp.join(REPO, "configs", "custom", "hamhead-nmf_r18-d8_custom.py")
 
 
 def test_get_flops_fix_counts_the_inputs_and_is_undone():
@@ -87,6 +90,48 @@ def test_publish_fix_waits_for_started_processes(tmp_path):
         assert not done.exists()
     assert done.exists()
     assert subprocess.Popen.__name__ == "Popen" and subprocess.Popen.__module__ == "subprocess"
+
+
+@pytest.mark.parametrize("script", ["analysis_tools/confusion_matrix.py", "misc/browse_dataset.py"])
+def test_metainfo_fix_gives_a_base_seg_dataset_the_config_classes(script):
+    """The custom template's BaseSegDataset: its classes are the config's ``metainfo``, which
+    confusion_matrix.py (and misc/browse_dataset.py) read from the empty class attribute."""
+    from mmengine.config import Config
+    from mmengine.registry import init_default_scope
+    from mmseg.datasets import BaseSegDataset
+    from mmseg.registry import DATASETS
+
+    init_default_scope("mmseg")
+    cfg = Config.fromfile(CUSTOM).test_dataloader.dataset
+    cfg.lazy_init = True  # no files needed: only the metainfo is read
+    assert "classes" not in DATASETS.build(cfg).METAINFO  # mmseg 1.2.2: KeyError: 'classes'
+    with tool_fixes(script):
+        dataset = DATASETS.build(cfg)
+        assert len(dataset.METAINFO["classes"]) == 3  # what the script's matrix size is
+    assert dataset.METAINFO["classes"] == ("background", "cat", "dog")
+    assert dataset.METAINFO["palette"] == [[0, 0, 0], [220, 40, 40], [40, 90, 220]]
+    assert BaseSegDataset.METAINFO == {} and "build" not in vars(DATASETS)  # undone
+    assert "classes" not in DATASETS.build(cfg).METAINFO
+
+
+def test_metainfo_fix_keeps_the_subset_of_classes_a_config_selects():
+    """A dataset class with its own classes and a config that keeps two of them: the labels are
+    mapped to 0..1, so the matrix must be 2 x 2 (the class attribute would make it 3 x 3)."""
+    from mmseg.datasets import BaseSegDataset
+    from mmseg.registry import DATASETS
+
+    class ThreeClasses(BaseSegDataset):
+        METAINFO = dict(classes=("a", "b", "c"), palette=[[1, 1, 1], [2, 2, 2], [3, 3, 3]])
+
+    cfg = dict(type=ThreeClasses, metainfo=dict(classes=("a", "c")), lazy_init=True)
+    with tool_fixes("analysis_tools/confusion_matrix.py"):
+        dataset = DATASETS.build(cfg)
+    assert dataset.METAINFO["classes"] == ("a", "c") and dataset.METAINFO["palette"] == [
+        [1, 1, 1],
+        [3, 3, 3],
+    ]
+    assert dataset.label_map == {0: 0, 1: 255, 2: 1}
+    assert ThreeClasses.METAINFO["classes"] == ("a", "b", "c")
 
 
 def test_fixes_name_real_mmseg_scripts():

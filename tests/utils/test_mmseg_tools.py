@@ -2,7 +2,8 @@
 
 Every tool runs as a real subprocess in a scratch folder that holds a small generated Context
 Shapes dataset (the demo config's relative ``data/context_shapes``) and a checkpoint written here
-(no training).
+(no training); the dataset tools also run on a child of the custom template (mmseg's generic
+``BaseSegDataset``, its classes given in the config's ``metainfo``) over a tiny 3-class dataset.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import hamseg  # noqa: F401  (before mmseg)
 from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
 from hamseg.utils import mmseg_tools
 from hamseg.utils.cli import CLIError
-from tests.conftest import REPO
+from tests.conftest import REPO, write_tiny_dataset
 
 FRONT_END = osp.join(REPO, "tools", "mmseg_tool.py")
 DEMO = osp.join(REPO, "configs", "demo")
@@ -33,6 +34,8 @@ NMF_NAME = "demo/hamhead-nmf_r18-d8_context-shapes.py"
 NMF = osp.join(REPO, "configs", NMF_NAME)
 CD = osp.join(DEMO, "hamhead-cd_r18-d8_context-shapes.py")
 NUM_TRAIN, NUM_VAL, SIZE = 3, 2, 64
+CUSTOM = osp.join(REPO, "configs", "custom", "hamhead-nmf_r18-d8_custom.py")
+CUSTOM_CLASSES = ["background", "cat", "dog"]  # the template's metainfo
 
 
 @pytest.fixture(scope="module")
@@ -125,8 +128,23 @@ def check_browse_dataset(ws: str, out: str) -> None:
     assert (drawn != raw).any()  # the labels are painted over the image
 
 
+def confusion_matrix_image_size(path: str) -> tuple[int, int]:
+    from PIL import Image
+
+    assert osp.getsize(path) > 1000
+    with Image.open(path) as image:
+        return image.size
+
+
 def check_confusion_matrix(ws: str, out: str) -> None:
-    assert osp.getsize(osp.join(ws, "cm", "confusion_matrix.png")) > 1000
+    # the script's figure: 2n x 1.6n inches at 300 dpi for n classes (Context Shapes: 7)
+    assert confusion_matrix_image_size(osp.join(ws, "cm", "confusion_matrix.png")) == (4200, 3360)
+
+
+def check_confusion_matrix_custom(ws: str, out: str) -> None:
+    # 3 classes, the config's (mmseg 1.2.2 alone: KeyError: 'classes')
+    size = confusion_matrix_image_size(osp.join(ws, "cm_custom", "confusion_matrix.png"))
+    assert size == (1800, 1440)
 
 
 def check_publish_model(ws: str, out: str) -> None:
@@ -163,6 +181,31 @@ def perfect_predictions(ws: str) -> str:
     return preds
 
 
+def custom_config(ws: str) -> str:
+    """A child of the custom template (``BaseSegDataset``, classes in ``metainfo``) over a tiny
+    3-class dataset of odd-size images in ``ws/data/custom`` (2 train, 3 val), written once."""
+    path = osp.join(ws, "custom_child.py")
+    if not osp.isfile(path):
+        root = write_tiny_dataset(osp.join(ws, "data", "custom"), n_train=2, n_val=3)
+        with open(path, "w") as f:
+            f.write(
+                f"_base_ = [{CUSTOM!r}]\n"
+                f"train_dataloader = dict(dataset=dict(data_root={root!r}))\n"
+                f"val_dataloader = dict(dataset=dict(data_root={root!r}))\n"
+                "test_dataloader = val_dataloader\n"
+            )
+    return path
+
+
+def custom_predictions(ws: str) -> str:
+    """The custom dataset's val labels as predictions (tools/test.py --out's layout)."""
+    preds = osp.join(ws, "preds_custom")
+    if not osp.isdir(preds):
+        custom_config(ws)
+        shutil.copytree(osp.join(ws, "data", "custom", "ann_dir", "val"), preds)
+    return preds
+
+
 slow = pytest.mark.slow
 TOOL_CASES = [
     # a packaged config name, as a pip user without a checkout gives it (hamseg/.mim/configs)
@@ -176,6 +219,10 @@ TOOL_CASES = [
                  check_browse_dataset, id="browse_dataset", marks=slow),
     pytest.param("confusion_matrix", lambda ws: [NMF, perfect_predictions(ws), "cm"],
                  check_confusion_matrix, id="confusion_matrix", marks=slow),
+    # mmseg's BaseSegDataset with the config's metainfo classes (the custom template's)
+    pytest.param("confusion_matrix",
+                 lambda ws: [custom_config(ws), custom_predictions(ws), "cm_custom"],
+                 check_confusion_matrix_custom, id="confusion_matrix-custom", marks=slow),
     pytest.param("publish_model", lambda ws: ["ckpt.pth", "demo_pub.pth"], check_publish_model,
                  id="publish_model", marks=slow),
     pytest.param("analyze_logs", lambda ws: [write_log(ws), "--keys", "loss", "mIoU", "--out",
@@ -191,7 +238,70 @@ def test_tool_runs_through_the_front_end(workspace, tool, make_args, check):
 
 
 def test_every_listed_tool_has_a_case():
-    assert sorted(p.values[0] for p in TOOL_CASES) == sorted(mmseg_tools.TOOLS)
+    assert sorted({p.values[0] for p in TOOL_CASES}) == sorted(mmseg_tools.TOOLS)
+
+
+def test_confusion_matrix_of_a_metainfo_dataset_has_the_config_classes(tmp_path, monkeypatch):
+    """mmseg's confusion_matrix.py (run by the front end in this process) on the custom
+    template's BaseSegDataset: the axes are the config's class names and the cells the
+    row-normalised counts of imperfect predictions."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from PIL import Image
+
+    config = custom_config(str(tmp_path))
+    ann = osp.join(tmp_path, "data", "custom", "ann_dir", "val")
+    preds = tmp_path / "preds"
+    preds.mkdir()
+    counts = np.zeros((3, 3), np.int64)
+    for name in sorted(os.listdir(ann)):
+        label = np.array(Image.open(osp.join(ann, name)))
+        pred = label.copy()
+        pred[:, :6] = 2  # the left 6 columns predicted "dog"
+        pred[label == 2] = 2
+        Image.fromarray(pred).save(preds / name)
+        np.add.at(counts, (label.ravel(), pred.ravel()), 1)
+    assert counts[1, 2] > 0 and counts[0, 2] > 0 and counts[2, :2].sum() == 0
+    seen = {}
+    savefig = plt.savefig
+
+    def save_and_record(*args, **kwargs):
+        ax = plt.gcf().axes[0]  # the matrix (axes[1]: the colour bar)
+        seen["x"] = [t.get_text() for t in ax.get_xticklabels()]
+        seen["y"] = [t.get_text() for t in ax.get_yticklabels()]
+        seen["cells"] = [t.get_text() for t in ax.texts]
+        return savefig(*args, **kwargs)
+
+    monkeypatch.setattr(plt, "savefig", save_and_record)
+    try:
+        mmseg_tools.run_tool("confusion_matrix", [config, str(preds), str(tmp_path / "cm")])
+    finally:
+        plt.close("all")
+    assert seen["x"] == seen["y"] == CUSTOM_CLASSES
+    percent = counts / counts.sum(axis=1, keepdims=True) * 100
+    assert seen["cells"] == [f"{round(p, 2)}%" for p in percent.ravel()]
+    assert seen["cells"][6:] == ["0.0%", "0.0%", "100.0%"]  # every dog pixel predicted dog
+    assert osp.getsize(tmp_path / "cm" / "confusion_matrix.png") > 1000
+
+
+@pytest.mark.slow
+def test_misc_browse_dataset_draws_the_config_classes(workspace):
+    """mmseg's other browse_dataset (misc/) on the custom template's BaseSegDataset: mmseg 1.2.2
+    alone asserts "class information is not provided" (it reads the empty class attribute)."""
+    import cv2
+
+    ok(run_front_end(workspace, "misc/browse_dataset", custom_config(workspace), "--not-show",
+                     "--output-dir", "browse_misc"))  # fmt: skip
+    out = osp.join(workspace, "browse_misc", "vis_data", "vis_image")
+    assert sorted(os.listdir(out)) == ["000.jpg_0.png", "001.jpg_0.png"]
+    for i, name in enumerate(sorted(os.listdir(out))):
+        drawn = cv2.imread(osp.join(out, name))
+        raw = cv2.imread(osp.join(workspace, "data", "custom", "img_dir", "train", f"00{i}.jpg"))
+        assert drawn.shape == raw.shape == (33 + 2 * i, 37, 3)  # odd sizes, as written
+        assert (drawn != raw).any()  # labels (and class names) painted over the image
 
 
 @pytest.mark.slow
