@@ -20,6 +20,11 @@ script gets wrong on this stack, and restore it afterwards:
   template's): ``KeyError: 'classes'``. For a dataset class with its own classes, a config that
   keeps a subset of them would get a matrix of the wrong size. Every dataset the script builds
   gets its instance's ``metainfo`` (classes, palette, ...) as its ``METAINFO``.
+- The scripts that take ``--cfg-options`` (get_flops, browse_dataset, confusion_matrix,
+  print_config) merge ``data_root=PATH`` into the config's top-level variable alone, whose
+  value every dataset copied when the file was read: the override silently changed nothing.
+  As in hamseg's own tools (:func:`hamseg.utils.cli.apply_data_root`), every dataset that used
+  the variable moves with it.
 - ``misc/publish_model.py`` renames its output with ``subprocess.Popen(['mv', ...])`` and exits
   without waiting, so the published file may not exist yet when the command returns. Started
   processes are waited for.
@@ -99,6 +104,22 @@ def _datasets_with_instance_metainfo() -> contextlib.AbstractContextManager:
     return _patched(DATASETS, "build", build_dataset)
 
 
+def _data_root_moves_its_datasets() -> contextlib.AbstractContextManager:
+    from mmengine.config import Config
+
+    from hamseg.utils.cli import apply_data_root
+
+    merge = Config.merge_from_dict
+
+    def merge_from_dict(self, options, allow_list_keys=True):
+        old = self.get("data_root")
+        merge(self, options, allow_list_keys)
+        if "data_root" in options:
+            apply_data_root(self, old, options["data_root"])
+
+    return _patched(Config, "merge_from_dict", merge_from_dict)
+
+
 class RepeatedLoader:
     """Iterate over ``loader`` again and again (an empty one: not at all)."""
 
@@ -148,14 +169,22 @@ def _wait_for_started_processes() -> Iterator[None]:
 
 #: Script (relative to mmseg's tools folder) -> the fixes applied while it runs.
 FIXES: dict[str, tuple[Callable[[], contextlib.AbstractContextManager], ...]] = {
-    "analysis_tools/get_flops.py": (_get_flops_inputs_only,),
-    "analysis_tools/browse_dataset.py": (_contiguous_images_for_the_visualizer,),
+    "analysis_tools/get_flops.py": (_get_flops_inputs_only, _data_root_moves_its_datasets),
+    "analysis_tools/browse_dataset.py": (
+        _contiguous_images_for_the_visualizer,
+        _data_root_moves_its_datasets,
+    ),
     "analysis_tools/benchmark.py": (_repeated_test_loader,),
-    "analysis_tools/confusion_matrix.py": (_datasets_with_instance_metainfo,),
+    "analysis_tools/confusion_matrix.py": (
+        _datasets_with_instance_metainfo,
+        _data_root_moves_its_datasets,
+    ),
     "misc/browse_dataset.py": (
         _datasets_with_instance_metainfo,
         _contiguous_images_for_the_visualizer,
+        _data_root_moves_its_datasets,
     ),
+    "misc/print_config.py": (_data_root_moves_its_datasets,),
     "misc/publish_model.py": (_wait_for_started_processes,),
 }
 

@@ -18,6 +18,7 @@ from hamseg.compat import setup_cpu_distributed
 __all__ = [
     "LAUNCHERS",
     "CLIError",
+    "apply_data_root",
     "build_config",
     "enable_amp",
     "require_config",
@@ -133,7 +134,7 @@ def build_config(
         old_root = cfg.get("data_root")
         cfg.merge_from_dict(cfg_options)
         if "data_root" in cfg_options:
-            _apply_data_root(cfg, old_root, cfg_options["data_root"])
+            apply_data_root(cfg, old_root, cfg_options["data_root"])
     if work_dir is not None:
         cfg.work_dir = work_dir
     elif cfg.get("work_dir") is None:
@@ -145,7 +146,7 @@ def build_config(
     return cfg
 
 
-def _apply_data_root(cfg: Config, old: object, new: str) -> None:
+def apply_data_root(cfg: Config, old: object, new: str) -> None:
     """``--cfg-options data_root=PATH``: move every dataset that used the config's ``data_root``.
 
     A config's top-level ``data_root`` is a variable: its value is copied into each dataset

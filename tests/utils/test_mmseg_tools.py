@@ -305,6 +305,23 @@ def test_misc_browse_dataset_draws_the_config_classes(workspace):
 
 
 @pytest.mark.slow
+def test_cfg_options_data_root_moves_every_dataset_of_the_config(workspace, tmp_path):
+    """mmseg's scripts merge ``data_root=`` into the top-level variable alone; through the front
+    end every dataset that used it moves (as in tools/train.py), else one line, exit 2."""
+    out = ok(
+        run_front_end(workspace, "print_config", CUSTOM, "--cfg-options", f"data_root={tmp_path}")
+    )
+    moved = re.findall(rf"data_root=\s*'{re.escape(str(tmp_path))}'", out)  # yapf may wrap
+    assert len(moved) == 3, out[-3000:]  # the train, val and test datasets
+    assert out.count("data/my_dataset") == 1  # left only in the template's _dataset helper
+    elsewhere = [f"{split}_dataloader.dataset.data_root=a" for split in ("train", "val", "test")]
+    result = run_front_end(
+        workspace, "print_config", CUSTOM, "--cfg-options", *elsewhere, "data_root=x"
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1].startswith("error: --cfg-options data_root=x: ")
+
+
 def test_get_flops_counts_the_nmf_demo(workspace):
     """mmseg's get_flops on an NMF head (it used to assert in bmm_flop_jit on ``out=``)."""
     result = run_front_end(workspace, "get_flops", NMF, "--shape", "64", "65")
