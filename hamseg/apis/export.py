@@ -35,8 +35,10 @@ __all__ = [
     "RANDOM_OPS",
     "SegmentorLogits",
     "Verification",
+    "check_export_options",
     "export_onnx",
     "onnx_session",
+    "opset_range",
     "random_operators",
     "require_deploy",
     "seed_hams",
@@ -61,6 +63,36 @@ RANDOM_OPS = frozenset(
 
 class ExportError(CLIError):
     """The model cannot be exported (one line: what and why)."""
+
+
+def opset_range() -> tuple[int, int]:
+    """The opsets torch's ONNX exporter takes (7 to 23 in torch 2.14; its TorchScript exporter,
+    ``dynamo=False``, is tested by torch up to 20 and warns above, but the demo models export
+    and verify at 21 and 23 too); outside, torch refuses."""
+    from torch.onnx import _constants
+
+    low = getattr(_constants, "ONNX_MIN_OPSET", 7)
+    high = getattr(_constants, "ONNX_MAX_OPSET", 20)
+    return int(low), int(high)
+
+
+def check_export_options(shape: Sequence[int], opset: int) -> None:
+    """Raise one line naming ``--shape`` or ``--opset`` for values no export can take.
+
+    Raises:
+        ExportError: A height or width below 1, or an opset outside :func:`opset_range`.
+    """
+    if len(shape) != 2 or any(int(v) != v or v < 1 for v in shape):
+        raise ExportError(
+            f"--shape {' '.join(map(str, shape))}: H and W must be positive integers, the size "
+            "of the example input (e.g. --shape 512 512)"
+        )
+    low, high = opset_range()
+    if not low <= opset <= high:
+        raise ExportError(
+            f"--opset {opset}: torch {torch.__version__.split('+')[0]}'s ONNX exporter "
+            f"supports opsets {low} to {high}; use one of them (the default is 17)"
+        )
 
 
 def require_deploy() -> None:
@@ -174,10 +206,13 @@ def export_onnx(
         The exported PyTorch module (for :func:`verify_onnx`).
 
     Raises:
-        ExportError: An unsupported ham or head, the backbone cannot take ``shape``, or the
-            graph holds a random operator (:func:`random_operators`; ``out`` is then removed).
+        ExportError: A shape or opset no export takes (:func:`check_export_options`), an
+            unsupported ham or head, the backbone cannot take ``shape``, the exporter cannot
+            record the model at ``opset``, or the graph holds a random operator
+            (:func:`random_operators`; ``out`` is then removed).
     """
     require_deploy()
+    check_export_options(shape, opset)
     seed_hams(segmentor, seed)
     model = SegmentorLogits(segmentor.eval()).eval()
     example = torch.randn(batch, 3, *shape, generator=torch.Generator().manual_seed(seed))
@@ -189,17 +224,29 @@ def export_onnx(
             f"the model cannot take an input of {shape[0]}x{shape[1]}: {' '.join(str(err).split())}"
         ) from None
     axes = {0: "batch", 2: "height", 3: "width"}
-    with torch.no_grad():
-        torch.onnx.export(
-            model,
-            (example,),
-            out,
-            dynamo=False,
-            opset_version=opset,
-            input_names=["input"],
-            output_names=["logits"],
-            dynamic_axes={"input": axes, "logits": axes} if dynamic else None,
-        )
+    existed = os.path.exists(out)
+    try:
+        with torch.no_grad():
+            torch.onnx.export(
+                model,
+                (example,),
+                out,
+                dynamo=False,
+                opset_version=opset,
+                input_names=["input"],
+                output_names=["logits"],
+                dynamic_axes={"input": axes, "logits": axes} if dynamic else None,
+            )
+    except torch.onnx.errors.OnnxExporterError as err:  # e.g. an operator missing at this opset
+        if not existed and os.path.exists(out):
+            os.remove(out)
+        low, high = opset_range()
+        reason = " ".join(str(err).split()).split(" Please feel free to request support")[0]
+        higher = f"; try a higher one, up to {high}" if opset < high else ""
+        raise ExportError(
+            f"--opset {opset}: the ONNX exporter cannot record this model at opset {opset}: "
+            f"{reason[:300]} (torch's exporter supports opsets {low} to {high}{higher})"
+        ) from None
     found = random_operators(out)
     if found:
         os.remove(out)

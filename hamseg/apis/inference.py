@@ -5,6 +5,9 @@ the one mmengine stored in the checkpoint, and the weights load strictly
 (:func:`~hamseg.apis.checkpoint.load_state_dict_strict`), so a checkpoint of another class count
 stops with one line instead of predicting with a random classifier. :func:`segment_images` writes
 overlays for a list of images and skips, with a report, every file that is not a complete image.
+:func:`init_segmentor_from_config` builds the model of a config without any weights, with the
+classes and palette of the config's dataset: what runs around an exported network
+(``tools/infer.py --backend onnxruntime``), which brings its own weights.
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ ConfigLike = Union[str, Path, Config, dict]
 __all__ = [
     "InferenceReport",
     "class_info",
+    "config_dataset_meta",
     "init_segmentor",
+    "init_segmentor_from_config",
     "output_name",
     "predict_label",
     "segment_images",
@@ -99,8 +104,6 @@ def init_segmentor(
             the checkpoint stores none.
         CheckpointMismatchError: If the checkpoint does not fit the config's model exactly.
     """
-    from mmseg.apis import init_model
-
     if "://" not in checkpoint:
         require_file(checkpoint, "checkpoint file")
     loaded = load_checkpoint_file(checkpoint, map_location="cpu")
@@ -111,17 +114,84 @@ def init_segmentor(
         cfg = _read_config(Config.fromstring(meta["cfg"], file_format=".py"), cfg_options)
     else:
         raise CLIError(f"checkpoint {checkpoint} stores no config: pass --config")
-    with warnings.catch_warnings():
-        # mmseg's loss builders warn about training options; inference never uses the loss.
-        warnings.filterwarnings("ignore", message="``build_loss`` would be deprecated")
-        warnings.filterwarnings("ignore", message="Default ``avg_non_ignore`` is False")
-        model = init_model(cfg, None, device=device)
+    model = _build_model(cfg, device)
     load_state_dict_strict(model, loaded, checkpoint)
     model.dataset_meta = _dataset_meta(meta, model.decode_head.num_classes)
     if model.dataset_meta is None:
         classes, palette = class_info(model)
         model.dataset_meta = dict(classes=classes, palette=palette)
     return model
+
+
+def _build_model(cfg: Config, device: str) -> nn.Module:
+    """mmseg's ``init_model`` without weights: the config's model in eval mode, ``cfg`` set."""
+    from mmseg.apis import init_model
+
+    with warnings.catch_warnings():
+        # mmseg's loss builders warn about training options; inference never uses the loss.
+        warnings.filterwarnings("ignore", message="``build_loss`` would be deprecated")
+        warnings.filterwarnings("ignore", message="Default ``avg_non_ignore`` is False")
+        return init_model(cfg, None, device=device)
+
+
+def init_segmentor_from_config(
+    config: ConfigLike, device: str = "cpu", cfg_options: Optional[dict] = None
+) -> nn.Module:
+    """Build the segmentor of ``config`` in eval mode without loading any weights.
+
+    For running an exported network (:func:`hamseg.apis.onnx_backend.use_onnxruntime`): the
+    model object gives the test pipeline, the data preprocessor and whole/slide inference; its
+    own (initial) weights are never used. No checkpoint or pretrained backbone is read.
+
+    Args:
+        config: Config file (``hamseg::`` names too) or config object.
+        device: 'cpu' or 'cuda:N'.
+        cfg_options: Options merged into the config.
+
+    Returns:
+        The model with ``cfg`` set and ``dataset_meta`` from the config's dataset
+        (:func:`config_dataset_meta`); without one, ``class i`` names (:func:`class_info`).
+
+    Raises:
+        CLIError: If the config file does not exist.
+    """
+    model = _build_model(_read_config(config, cfg_options), device)
+    model.dataset_meta = config_dataset_meta(model.cfg)
+    if model.dataset_meta is None:
+        classes, palette = class_info(model)
+        model.dataset_meta = dict(classes=classes, palette=palette)
+    return model
+
+
+def config_dataset_meta(cfg: Config) -> Optional[dict]:
+    """Classes and palette of a config's dataset (test, else val, else train), as the dataset
+    would set them: its ``metainfo``, else its class's ``METAINFO``; None if it names none.
+
+    ``metainfo`` classes without a palette take the colours of the same names in the class's
+    ``METAINFO`` when it has them all (as mmseg's datasets do), else none (a generated palette,
+    :func:`class_info`).
+    """
+    from mmseg.registry import DATASETS
+
+    from hamseg.datasets.config_parts import split_datasets
+
+    for _, dataset in split_datasets(cfg, ("test", "val", "train")):
+        kind = dataset.get("type")
+        if isinstance(kind, str):
+            kind = DATASETS.get(kind.split(".")[-1])
+        base = dict(getattr(kind, "METAINFO", None) or {})
+        own = dict(dataset.get("metainfo") or {})
+        if not own.get("classes"):
+            own = {**base, **own}
+        classes = own.get("classes")
+        if not classes:
+            continue
+        palette = own.get("palette")
+        known = list(base.get("classes") or [])
+        if not palette and base.get("palette") and all(c in known for c in classes):
+            palette = [base["palette"][known.index(c)] for c in classes]
+        return dict(classes=list(classes), palette=[list(c) for c in palette] if palette else None)
+    return None
 
 
 def class_info(model: nn.Module) -> tuple[list[str], list[list[int]]]:

@@ -130,3 +130,40 @@ def test_missing_checkpoint_is_one_line_exit_2(tmp_path):
     proc = infer(img, "--checkpoint", missing, "--out-dir", str(tmp_path / "out"))
     assert proc.returncode == 2
     assert proc.stderr == f"error: checkpoint file not found: {missing}\n"  # as tools/test.py
+
+
+def test_without_checkpoint_is_one_line_exit_2(tmp_path):
+    """Only --backend onnxruntime runs without weights, and then needs --config."""
+    img = str(tmp_path / "a.png")
+    cv2.imwrite(img, np.zeros((9, 9, 3), np.uint8))
+    out = str(tmp_path / "out")
+    proc = infer(img, "--config", DEMO_NMF, "--out-dir", out)
+    assert proc.returncode == 2 and proc.stderr.startswith(
+        "error: --checkpoint CHECKPOINT is required: the trained weights (only --backend "
+        "onnxruntime --model FILE.onnx --config CONFIG runs without them)\n"
+    ), proc.stderr[-2000:]
+    assert proc.stderr.count("\n") == 1
+    proc = infer(img, "--backend", "onnxruntime", "--model", "m.onnx", "--out-dir", out)
+    assert proc.returncode == 2 and proc.stderr == (
+        "error: --backend onnxruntime without --checkpoint needs --config CONFIG: the test "
+        "pipeline, class names and palette come from it\n"
+    )
+    assert not osp.exists(out)
+
+
+def test_config_dataset_meta_takes_the_config_metainfo_and_the_class_palette():
+    from mmengine.config import Config
+
+    from hamseg.apis.inference import config_dataset_meta
+    from hamseg.datasets.context_shapes import CLASSES, PALETTE
+
+    cfg = Config.fromfile(DEMO_NMF)
+    assert config_dataset_meta(cfg) == dict(
+        classes=list(CLASSES), palette=[list(c) for c in PALETTE]
+    )
+    cfg.test_dataloader.dataset.metainfo = dict(classes=[CLASSES[2], CLASSES[0]])
+    assert config_dataset_meta(cfg) == dict(
+        classes=[CLASSES[2], CLASSES[0]], palette=[list(PALETTE[2]), list(PALETTE[0])]
+    )
+    cfg.test_dataloader.dataset.metainfo = dict(classes=["road", "sky"])
+    assert config_dataset_meta(cfg) == dict(classes=["road", "sky"], palette=None)

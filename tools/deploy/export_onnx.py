@@ -4,9 +4,11 @@
         [--dynamic] [--opset 17] [--seed 0] [--verify]
 
 Input: the normalised float32 (N, 3, H, W) tensor of mmseg's data preprocessor; output: the
-logits (N, num_classes, H, W) of ``encode_decode``. Exit 2 with one line for bad input and for
-a model that cannot export deterministically (mmseg's LightHamHead, a graph with a
-random operator); exit 1 when --verify fails. docs/deploy.md.
+logits (N, num_classes, H, W) of ``encode_decode``. Exit 2 with one line for bad input (a
+missing file, --shape values that are not positive, an --opset outside the exporter's range or
+one the model cannot be recorded at) and for a model that cannot export deterministically
+(mmseg's LightHamHead, a graph with a random operator); exit 1 when --verify fails.
+docs/deploy.md.
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 
 # isort: split
 from hamseg.apis import init_segmentor  # noqa: E402
-from hamseg.apis.export import export_onnx, require_deploy, verify_onnx  # noqa: E402
+from hamseg.apis.export import (  # noqa: E402
+    check_export_options,
+    export_onnx,
+    opset_range,
+    require_deploy,
+    verify_onnx,
+)
 from hamseg.utils.cli import require_config, run_cli  # noqa: E402
 
 
@@ -32,7 +40,9 @@ def main() -> None:
     p.add_argument("--out", required=True, help="the .onnx file to write")
     p.add_argument("--shape", type=int, nargs=2, default=(512, 512), metavar=("H", "W"))
     p.add_argument("--dynamic", action="store_true", help="dynamic N, H, W")
-    p.add_argument("--opset", type=int, default=17)
+    p.add_argument(
+        "--opset", type=int, default=17, help="ONNX opset, {} to {}".format(*opset_range())
+    )
     p.add_argument("--seed", type=int, default=0, help="eval_seed of every ham")
     p.add_argument(
         "--verify",
@@ -41,8 +51,9 @@ def main() -> None:
     )
     args = p.parse_args()
     require_deploy()
-    model = init_segmentor(args.checkpoint, require_config(args.config))
     shape = tuple(args.shape)
+    check_export_options(shape, args.opset)  # before the model is built
+    model = init_segmentor(args.checkpoint, require_config(args.config))
     exported = export_onnx(model, args.out, shape, args.dynamic, args.opset, args.seed)
     print(f"wrote {args.out} (input (N, 3, {shape[0]}, {shape[1]}), seed {args.seed})")
     if args.verify:
