@@ -11,11 +11,11 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from multiprocessing import get_all_start_methods, get_context
 from typing import Optional
 
 from mmengine.config import Config
 
+from ..utils.progress_map import map_with_progress
 from .config_checks import DatasetNotFoundError, check_dataset_paths
 from .config_parts import defined_splits, heads, split_datasets
 from .samples import SampleCheck, check_sample
@@ -153,7 +153,6 @@ def _check_samples(
     """Every sample of one split, the config checks already done."""
     from mmengine.registry import init_default_scope
     from mmseg.registry import DATASETS
-    from tqdm import tqdm
 
     init_default_scope(cfg.get("default_scope", "mmseg"))
     if ignore_index is None:
@@ -183,21 +182,7 @@ def _check_samples(
             )
             items.append((info["img_path"], info.get("seg_map_path"), check))
 
-    problems: list[str] = []
-    bar = tqdm(
-        total=len(items), desc=f"checking {split} samples", unit="sample", disable=not progress
+    found = map_with_progress(
+        _check_item, items, workers, f"checking {split} samples", "sample", progress
     )
-    try:
-        if workers > 1:
-            method = "fork" if "fork" in get_all_start_methods() else "spawn"
-            with get_context(method).Pool(workers) as pool:
-                for found in pool.imap(_check_item, items, chunksize=16):
-                    problems.extend(found)
-                    bar.update()
-        else:
-            for item in items:
-                problems.extend(_check_item(item))
-                bar.update()
-    finally:
-        bar.close()
-    return DatasetReport(split, len(items), problems)
+    return DatasetReport(split, len(items), [problem for item in found for problem in item])

@@ -37,8 +37,8 @@ import numpy as np
 from PIL import Image
 
 from hamseg.datasets.converters.mat_files import read_mat_field
-from hamseg.datasets.converters.progress import convert_all
 from hamseg.datasets.samples import InvalidSampleError
+from hamseg.utils.progress_map import map_with_progress
 
 __all__ = [
     "CONTEXT59",
@@ -277,7 +277,8 @@ def convert_pascal_context(
 
     os.makedirs(out_dir, exist_ok=True)
     work = partial(convert_one, mat_dir=mat_dir, out_dir=out_dir, lut=lookup_table())
-    convert_all(work, splits["train"] + splits["val"], nproc, "Context .mat -> PNG")
+    todo = splits["train"] + splits["val"]
+    map_with_progress(work, todo, nproc, "Context .mat -> PNG", chunksize=32)
 
     sets = osp.join(voc2010, "ImageSets", "SegmentationContext")
     os.makedirs(sets, exist_ok=True)

@@ -29,8 +29,8 @@ import numpy as np
 from PIL import Image
 
 from hamseg.datasets.converters.mat_files import read_mat_field
-from hamseg.datasets.converters.progress import convert_all
 from hamseg.datasets.samples import InvalidSampleError
+from hamseg.utils.progress_map import map_with_progress
 
 __all__ = [
     "TRAINAUG_LEN",
@@ -145,7 +145,7 @@ def build_trainaug(
     names = sorted(n for n in os.listdir(in_dir) if n.endswith(".mat"))
     os.makedirs(out_dir, exist_ok=True)
     work = partial(convert_mat, in_dir=in_dir, out_dir=out_dir)
-    converted = convert_all(work, names, nproc, "SBD .mat -> PNG")
+    converted = map_with_progress(work, names, nproc, "SBD .mat -> PNG", chunksize=32)
 
     missing = sorted(set(sbd) - set(converted))
     if missing:
