@@ -717,9 +717,9 @@ class CD(_SoftClustering):
     def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor | None) -> Tensor:
         """C = (D^T D + beta I)^-1 D^T X, returned transposed as (B*S, N, R)."""
         ridge = torch.eye(self.R, device=x.device, dtype=x.dtype).mul_(self.beta)
-        # beta I + (B*S, D, R)^T @ (B*S, D, R) -> (B*S, R, R); out of place: a recorded graph
+        # (B*S, D, R)^T @ (B*S, D, R) -> (B*S, R, R), + beta I out of place: a recorded graph
         # (ONNX export) loses an in-place write into a view such as the diagonal
-        gram = torch.baddbmm(ridge, bases.transpose(1, 2), bases)
+        gram = torch.bmm(bases.transpose(1, 2), bases) + ridge
         # (B*S, D, R)^T @ (B*S, D, N) -> (B*S, R, N)
         rhs = torch.bmm(bases.transpose(1, 2), x)
         # (B*S, R, R)^-1 @ (B*S, R, N) -> (B*S, R, N) -> (B*S, N, R)
