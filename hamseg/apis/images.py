@@ -56,7 +56,9 @@ def gather_inputs(inputs: Sequence[str]) -> tuple[list[str], list[tuple[str, str
         inputs: Image files, folders, ``.txt`` lists (what tools/infer.py is given).
 
     Returns:
-        The image paths, in input order, and the (path, message) pairs set aside.
+        The image paths, in input order, each file once (named twice, e.g. directly and in a
+        list, it is written once: the outputs are named after it), and the (path, message)
+        pairs set aside.
 
     Raises:
         FileNotFoundError: If an input given directly (not listed) does not exist.
@@ -84,7 +86,10 @@ def gather_inputs(inputs: Sequence[str]) -> tuple[list[str], list[tuple[str, str
         else:
             what = "image list" if item.lower().endswith(".txt") else "input"
             raise FileNotFoundError(f"{what} not found: {item}")
-    return paths, skipped
+    unique: dict[str, str] = {}
+    for path in paths:
+        unique.setdefault(osp.realpath(path), path)
+    return list(unique.values()), skipped
 
 
 def _read_list(item: str) -> tuple[list[tuple[str, str]], str]:

@@ -108,6 +108,14 @@ def _check_plot_packages() -> None:
         )
 
 
+def _check_fits(config: str, checkpoint: str) -> None:
+    """The checkpoint fits the config's model exactly (as ``tools/test.py`` checks)."""
+    from hamseg.apis.checkpoint import check_checkpoint_file
+    from hamseg.apis.inference import init_segmentor_from_config
+
+    check_checkpoint_file(init_segmentor_from_config(config), checkpoint)
+
+
 def check_inputs(script: str, argv: list[str]) -> list[str]:
     """Refuse, with one line, inputs that mmseg's script would mishandle.
 
@@ -122,8 +130,10 @@ def check_inputs(script: str, argv: list[str]) -> list[str]:
 
     Raises:
         CLIError: A missing config or checkpoint (benchmark.py would silently time an untrained
-            model), a publish_model output name that mmseg 1.2.2 would mangle, or analyze_logs
-            without seaborn/pandas.
+            model), a benchmark checkpoint that does not fit the config (mmseg loads it
+            non-strictly and times a partly random model: one line naming the layer, both shapes
+            and both class counts), a publish_model output name that mmseg 1.2.2 would mangle,
+            or analyze_logs without seaborn/pandas.
         UnsafeCheckpointError: publish_model's checkpoint holds pickled objects besides weights.
     """
     args = _positionals(argv)
@@ -131,7 +141,7 @@ def check_inputs(script: str, argv: list[str]) -> list[str]:
     if script in _CONFIG_FIRST and args:
         argv[0] = require_config(args[0])
     if script == "analysis_tools/benchmark.py" and len(args) > 1:
-        require_file(args[1], "checkpoint")
+        _check_fits(argv[0], require_file(args[1], "checkpoint"))
     if script == "misc/publish_model.py" and args:
         if len(args) > 1:
             _check_publish_name(args[1])

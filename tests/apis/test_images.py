@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import os.path as osp
 
 import cv2
 import numpy as np
@@ -102,3 +103,16 @@ def test_list_entries_that_cannot_be_images_are_set_aside_with_one_line_each(fil
         collect_inputs([str(prose)])  # the strict variant (analysis tools) refuses
     with pytest.raises(FileNotFoundError, match="input not found: .*nope.png"):
         gather_inputs([str(tmp_path / "nope.png")])  # a missing input given directly: exit 2
+
+
+def test_an_image_named_twice_is_gathered_once(files, tmp_path):
+    """Directly, in a list and through its folder: one path (its outputs would overwrite)."""
+    from hamseg.apis.images import gather_inputs
+
+    listed = tmp_path / "twice.txt"
+    listed.write_text(f"{files['jpg']}\n{files['jpg']}\n")
+    folder = osp.dirname(files["jpg"])
+    paths, skipped = gather_inputs([files["jpg"], str(listed), folder])
+    assert paths.count(files["jpg"]) == 1 and skipped == []
+    assert len(paths) == len({osp.realpath(p) for p in paths})
+    assert paths[0] == files["jpg"]  # the first mention keeps its place

@@ -365,6 +365,21 @@ def test_short_names_and_paths_resolve_to_mmseg_scripts():
             mmseg_tools.resolve_tool(bad)
 
 
+def test_benchmark_refuses_a_checkpoint_of_another_class_count(workspace, tmp_path):
+    """mmseg's benchmark.py loads non-strictly and would time a partly random model: the front
+    end checks the checkpoint against the config first (as tools/test.py), one line, exit 2."""
+    from tests.helpers import make_checkpoint
+
+    three = make_checkpoint(str(tmp_path / "three.pth"), NMF, num_classes=3)
+    result = run_front_end(workspace, "benchmark", NMF, three, "--work-dir", "bench3")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    error = result.stderr.strip().splitlines()[-1]
+    assert error.startswith("error: checkpoint ") and "decode_head.conv_seg.weight" in error
+    assert "the checkpoint has 3 classes, the config has 7" in error, error
+    assert "fps" not in result.stdout
+    mmseg_tools.check_inputs("analysis_tools/benchmark.py", [NMF, osp.join(workspace, "ckpt.pth")])
+
+
 def test_inputs_are_checked_before_the_script_runs(tmp_path):
     with pytest.raises(CLIError, match="config file not found: missing.py"):
         mmseg_tools.check_inputs("analysis_tools/get_flops.py", ["missing.py", "--shape", "64"])
