@@ -116,11 +116,7 @@ def init_segmentor(
         raise CLIError(f"checkpoint {checkpoint} stores no config: pass --config")
     model = _build_model(cfg, device)
     load_state_dict_strict(model, loaded, checkpoint)
-    model.dataset_meta = _dataset_meta(meta, model.decode_head.num_classes)
-    if model.dataset_meta is None:
-        classes, palette = class_info(model)
-        model.dataset_meta = dict(classes=classes, palette=palette)
-    return model
+    return _with_dataset_meta(model, _dataset_meta(meta, model.decode_head.num_classes))
 
 
 def _build_model(cfg: Config, device: str) -> nn.Module:
@@ -156,8 +152,14 @@ def init_segmentor_from_config(
         CLIError: If the config file does not exist.
     """
     model = _build_model(_read_config(config, cfg_options), device)
-    model.dataset_meta = config_dataset_meta(model.cfg)
-    if model.dataset_meta is None:
+    return _with_dataset_meta(model, config_dataset_meta(model.cfg))
+
+
+def _with_dataset_meta(model: nn.Module, meta: Optional[dict]) -> nn.Module:
+    """Set ``model.dataset_meta`` to ``meta``, or, if None, to ``class i`` names and a generated
+    palette (:func:`class_info`); returns ``model``."""
+    model.dataset_meta = meta
+    if meta is None:
         classes, palette = class_info(model)
         model.dataset_meta = dict(classes=classes, palette=palette)
     return model
@@ -171,22 +173,19 @@ def config_dataset_meta(cfg: Config) -> Optional[dict]:
     ``METAINFO`` when it has them all (as mmseg's datasets do), else none (a generated palette,
     :func:`class_info`).
     """
-    from mmseg.registry import DATASETS
-
-    from hamseg.datasets.config_parts import split_datasets
+    from hamseg.datasets.config_parts import (
+        dataset_class_metainfo,
+        dataset_classes,
+        split_datasets,
+    )
 
     for _, dataset in split_datasets(cfg, ("test", "val", "train")):
-        kind = dataset.get("type")
-        if isinstance(kind, str):
-            kind = DATASETS.get(kind.split(".")[-1])
-        base = dict(getattr(kind, "METAINFO", None) or {})
-        own = dict(dataset.get("metainfo") or {})
-        if not own.get("classes"):
-            own = {**base, **own}
-        classes = own.get("classes")
+        classes = dataset_classes(dataset)
         if not classes:
             continue
-        palette = own.get("palette")
+        own = dataset.get("metainfo") or {}
+        base = dataset_class_metainfo(dataset)
+        palette = own.get("palette") or (None if own.get("classes") else base.get("palette"))
         known = list(base.get("classes") or [])
         if not palette and base.get("palette") and all(c in known for c in classes):
             palette = [base["palette"][known.index(c)] for c in classes]

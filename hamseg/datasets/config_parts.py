@@ -63,18 +63,21 @@ def transform_types(node: Any) -> Iterator[str]:
             yield from transform_types(value)
 
 
-def dataset_classes(dataset_cfg: dict) -> Optional[tuple]:
-    """The classes of a dataset config: its ``metainfo.classes``, else its class's METAINFO."""
-    metainfo = dataset_cfg.get("metainfo") or {}
-    if metainfo.get("classes"):
-        return tuple(metainfo["classes"])
+def dataset_class_metainfo(dataset_cfg: dict) -> dict:
+    """The ``METAINFO`` of a dataset config's class (its registered ``type``); {} if unknown."""
     kind = dataset_cfg.get("type")
     if not isinstance(kind, str):
-        return None
+        return {}
     from mmseg.registry import DATASETS
 
     dataset_cls = DATASETS.get(kind.split(".")[-1])
-    classes = getattr(dataset_cls, "METAINFO", {}).get("classes") if dataset_cls else None
+    return dict(getattr(dataset_cls, "METAINFO", None) or {}) if dataset_cls else {}
+
+
+def dataset_classes(dataset_cfg: dict) -> Optional[tuple]:
+    """The classes of a dataset config: its ``metainfo.classes``, else its class's METAINFO."""
+    metainfo = dataset_cfg.get("metainfo") or {}
+    classes = metainfo.get("classes") or dataset_class_metainfo(dataset_cfg).get("classes")
     return tuple(classes) if classes else None
 
 
