@@ -18,12 +18,14 @@ model.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 
 import torch
+import torch.distributed as dist
 from mmengine.dist import all_reduce, get_world_size
 
-__all__ = ["TrainingStopped", "agree_max"]
+__all__ = ["TrainingStopped", "agree_max", "leave_process_group"]
 
 
 class TrainingStopped(RuntimeError):
@@ -58,3 +60,29 @@ def agree_max(values: Sequence[int]) -> list[int]:
     tensor = torch.tensor(list(values), dtype=torch.int64)
     all_reduce(tensor, op="max")  # moved to the backend's device (CUDA for NCCL) and back
     return tensor.tolist()
+
+
+def leave_process_group() -> bool:
+    """Destroy this rank's process group and join its threads, before the process exits.
+
+    Neither mmengine's runner nor torch destroys the default process group when a run ends,
+    least of all when :class:`TrainingStopped` ends it by an exception; the interpreter's
+    finalization then freed the runner's DDP model, whose gloo work objects were released on
+    gloo's own threads (``pt_gloo_runloop``). Such a thread that needs the GIL to drop a tensor
+    while the interpreter finalizes is ended by CPython mid-destructor, and the process aborts
+    ("terminate called without an active exception", SIGABRT) instead of exiting with its code:
+    5 of 63 two-rank divergence runs here (core dump: ``~AsyncWork`` -> ``take_gil`` ->
+    ``pthread_exit``). Called once nothing holds the run any more, this collects it, destroys
+    the group, and collects again: the last reference to the group goes, its destructor (which
+    releases the GIL) joins the threads, and finalization finds none. Every rank has passed its
+    last collective (:func:`agree_max`) by then, so this waits for nobody.
+
+    Returns:
+        Whether there was a process group to leave.
+    """
+    if not (dist.is_available() and dist.is_initialized()):
+        return False
+    gc.collect()  # the run's reference cycles (runner, hooks, DDP model) and their gloo work
+    dist.destroy_process_group()
+    gc.collect()  # what still held the group
+    return True

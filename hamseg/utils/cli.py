@@ -220,14 +220,15 @@ def run_cli(main: Callable[[], None]) -> None:
     one line from the main rank and its own exit code; the signals the pre-emption hook handles
     are ignored from then on, until the process has exited
     (:func:`~hamseg.engine.preemption.ignore_signals_until_exit`). Anything else keeps its
-    traceback.
+    traceback. A distributed run, stopped or finished, leaves its process group before the
+    interpreter finalizes (:func:`~hamseg.engine.stop.leave_process_group`).
     """
     from mmengine.dist import is_main_process
 
     from hamseg.compat.checkpoint import CorruptCheckpointError, UnsafeCheckpointError
     from hamseg.datasets.checks import ClassCountError, InvalidSampleError
     from hamseg.engine.preemption import ignore_signals_until_exit
-    from hamseg.engine.stop import TrainingStopped
+    from hamseg.engine.stop import TrainingStopped, leave_process_group
 
     user_errors = (
         CLIError,
@@ -237,13 +238,19 @@ def run_cli(main: Callable[[], None]) -> None:
         UnsafeCheckpointError,
         CorruptCheckpointError,
     )
+    exit_code = None
     try:
         main()
     except TrainingStopped as stop:
         ignore_signals_until_exit()  # a signal during the seconds of exit keeps the exit code
         if is_main_process():
             print(f"{stop.label}{' '.join(str(stop).split())}", file=sys.stderr)
-        sys.exit(stop.exit_code)
+        exit_code = stop.exit_code
     except user_errors as err:
         print(f"error: {user_message(err)}", file=sys.stderr)
         sys.exit(2)
+    # Out of the except block nothing holds the run's frames (runner, DDP model) any more: the
+    # process group and its threads can go now, while the interpreter is whole.
+    leave_process_group()
+    if exit_code is not None:
+        sys.exit(exit_code)
