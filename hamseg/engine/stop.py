@@ -71,7 +71,7 @@ def leave_process_group() -> bool:
     gloo's own threads (``pt_gloo_runloop``). Such a thread that needs the GIL to drop a tensor
     while the interpreter finalizes is ended by CPython mid-destructor, and the process aborts
     ("terminate called without an active exception", SIGABRT) instead of exiting with its code:
-    5 of 63 two-rank divergence runs here (core dump: ``~AsyncWork`` -> ``take_gil`` ->
+    2 of 26 two-rank divergence runs here (core dump: ``~AsyncWork`` -> ``take_gil`` ->
     ``pthread_exit``). Called once nothing holds the run any more, this collects it, destroys
     the group, and collects again: the last reference to the group goes, its destructor (which
     releases the GIL) joins the threads, and finalization finds none. Every rank has passed its
