@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from hamseg.utils.cli import CLIError, require_file
+from hamseg.utils.messages import first_items
 
 from .export import onnx_session
 from .inference import class_info
@@ -77,7 +78,7 @@ def use_onnxruntime(
     def check_classes(channels: Any) -> None:
         if channels == len(classes):
             return
-        shown = ", ".join(map(str, classes[:8])) + (", ..." if len(classes) > 8 else "")
+        shown = first_items(classes, 8)
         kind, path = names_from or ("model", "")
         raise CLIError(
             f"{onnx_file} gives {channels} classes but the {kind}{' ' + path if path else ''} "

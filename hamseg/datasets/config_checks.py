@@ -18,6 +18,8 @@ from typing import Any, Optional
 
 from mmengine.config import Config
 
+from hamseg.utils.messages import first_items
+
 from .checked_loaders import use_checked_loaders
 from .config_parts import dataset_classes, heads, split_datasets, transform_types
 
@@ -266,4 +268,4 @@ def check_num_classes(cfg: Config, splits: Optional[Sequence[str]] = None) -> No
 
 def _shown(classes: Sequence[Any]) -> str:
     """At most six class names, for a message: '(a, b, ...)'."""
-    return "(" + ", ".join(map(str, classes[:6])) + (", ..." if len(classes) > 6 else "") + ")"
+    return f"({first_items(classes, 6)})"

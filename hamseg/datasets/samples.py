@@ -15,6 +15,8 @@ import mmcv
 import numpy as np
 from mmengine import fileio
 
+from hamseg.utils.messages import first_items
+
 __all__ = [
     "InvalidSampleError",
     "SampleCheck",
@@ -147,7 +149,7 @@ def label_problems(
     valid = in_byte & (((mapped >= 0) & (mapped < num_classes)) | (mapped == ignore_index))
     bad = values[~valid]
     if bad.size:
-        shown = ", ".join(str(int(v)) for v in bad[:20]) + (", ..." if bad.size > 20 else "")
+        shown = first_items([int(v) for v in bad], 20)
         how = " after reduce_zero_label" if reduce_zero_label else ""
         how += " and label_map" if label_map else ""
         problems.append(
