@@ -29,6 +29,7 @@ from torch import Tensor, nn
 
 from hamseg.models.decompositions import MatrixDecomposition2D
 from hamseg.utils.cli import CLIError
+from hamseg.utils.messages import one_line
 
 __all__ = [
     "ExportError",
@@ -221,7 +222,7 @@ def export_onnx(
             model(example)  # eager: draws the seeded dictionaries outside any trace
     except RuntimeError as err:
         raise ExportError(
-            f"the model cannot take an input of {shape[0]}x{shape[1]}: {' '.join(str(err).split())}"
+            f"the model cannot take an input of {shape[0]}x{shape[1]}: {one_line(err)}"
         ) from None
     axes = {0: "batch", 2: "height", 3: "width"}
     existed = os.path.exists(out)
@@ -241,7 +242,7 @@ def export_onnx(
         if not existed and os.path.exists(out):
             os.remove(out)
         low, high = opset_range()
-        reason = " ".join(str(err).split()).split(" Please feel free to request support")[0]
+        reason = one_line(err).split(" Please feel free to request support")[0]
         higher = f"; try a higher one, up to {high}" if opset < high else ""
         raise ExportError(
             f"--opset {opset}: the ONNX exporter cannot record this model at opset {opset}: "

@@ -19,16 +19,12 @@ import torch
 from torch import Tensor, nn
 
 from hamseg.utils.cli import CLIError, require_file
-from hamseg.utils.messages import first_items
+from hamseg.utils.messages import first_items, one_line
 
 from .export import onnx_session
 from .inference import class_info
 
 __all__ = ["use_onnxruntime"]
-
-
-def _one_line(err: BaseException, limit: int = 200) -> str:
-    return " ".join(str(err).split())[:limit]
 
 
 def use_onnxruntime(
@@ -62,7 +58,7 @@ def use_onnxruntime(
         raise
     except Exception as err:  # onnxruntime's own exception types
         raise CLIError(
-            f"{onnx_file}: ONNX Runtime cannot load it ({_one_line(err)}); export the model "
+            f"{onnx_file}: ONNX Runtime cannot load it ({one_line(err, 200)}); export the model "
             "with tools/deploy/export_onnx.py"
         ) from None
     inputs, outputs = session.get_inputs(), session.get_outputs()
@@ -100,7 +96,7 @@ def use_onnxruntime(
             raise CLIError(
                 f"{onnx_file}: ONNX Runtime cannot run an input of shape {tuple(array.shape)} "
                 f"(the graph takes {expected.shape}; export with --dynamic for any size): "
-                f"{_one_line(err)}"
+                f"{one_line(err, 200)}"
             ) from None
         if not checked[0]:
             check_classes(logits.shape[1] if logits.ndim > 1 else None)

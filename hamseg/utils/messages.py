@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["first_items"]
+__all__ = ["first_items", "one_line"]
 
 
 def first_items(items: Sequence[Any], limit: int) -> str:
@@ -19,3 +19,13 @@ def first_items(items: Sequence[Any], limit: int) -> str:
         E.g. ``"a, b, c, ..."`` for ``first_items("abcde", 3)``.
     """
     return ", ".join(map(str, items[:limit])) + (", ..." if len(items) > limit else "")
+
+
+def one_line(err: BaseException, limit: int | None = None) -> str:
+    """An exception's message on one line (runs of whitespace, newlines too, become one space).
+
+    Args:
+        err: The exception, often a library's with a multi-line message.
+        limit: Keep at most this many characters (None: all).
+    """
+    return " ".join(str(err).split())[:limit]
