@@ -23,7 +23,7 @@ script gets wrong on this stack, and restore it afterwards:
 - The scripts that take ``--cfg-options`` (get_flops, browse_dataset, confusion_matrix,
   print_config) merge ``data_root=PATH`` into the config's top-level variable alone, whose
   value every dataset copied when the file was read: the override silently changed nothing.
-  As in hamseg's own tools (:func:`hamseg.utils.cli.apply_data_root`), every dataset that used
+  As in hamseg's own tools (:func:`hamseg.utils.cli.merge_cfg_options`), every dataset that used
   the variable moves with it.
 - ``misc/publish_model.py`` renames its output with ``subprocess.Popen(['mv', ...])`` and exits
   without waiting, so the published file may not exist yet when the command returns. Started
@@ -107,15 +107,12 @@ def _datasets_with_instance_metainfo() -> contextlib.AbstractContextManager:
 def _data_root_moves_its_datasets() -> contextlib.AbstractContextManager:
     from mmengine.config import Config
 
-    from hamseg.utils.cli import apply_data_root
+    from hamseg.utils.cli import merge_cfg_options
 
     merge = Config.merge_from_dict
 
     def merge_from_dict(self, options, allow_list_keys=True):
-        old = self.get("data_root")
-        merge(self, options, allow_list_keys)
-        if "data_root" in options:
-            apply_data_root(self, old, options["data_root"])
+        merge_cfg_options(self, options, merge, allow_list_keys)
 
     return _patched(Config, "merge_from_dict", merge_from_dict)
 

@@ -18,9 +18,9 @@ from hamseg.compat import setup_cpu_distributed
 __all__ = [
     "LAUNCHERS",
     "CLIError",
-    "apply_data_root",
     "build_config",
     "enable_amp",
+    "merge_cfg_options",
     "require_config",
     "require_file",
     "run_cli",
@@ -131,10 +131,7 @@ def build_config(
     cfg = Config.fromfile(path)
     cfg.launcher = launcher
     if cfg_options:
-        old_root = cfg.get("data_root")
-        cfg.merge_from_dict(cfg_options)
-        if "data_root" in cfg_options:
-            apply_data_root(cfg, old_root, cfg_options["data_root"])
+        merge_cfg_options(cfg, cfg_options)
     if work_dir is not None:
         cfg.work_dir = work_dir
     elif cfg.get("work_dir") is None:
@@ -146,7 +143,32 @@ def build_config(
     return cfg
 
 
-def apply_data_root(cfg: Config, old: object, new: str) -> None:
+def merge_cfg_options(
+    cfg: Config,
+    options: dict,
+    merge: Callable[..., None] = Config.merge_from_dict,
+    *merge_args: object,
+) -> None:
+    """``--cfg-options``: ``merge(cfg, options, *merge_args)``, where a ``data_root`` option
+    moves every dataset that used the config's ``data_root`` variable (:func:`_apply_data_root`).
+
+    Args:
+        cfg: The config, changed in place.
+        options: The parsed ``--cfg-options``.
+        merge: mmengine's ``Config.merge_from_dict`` (the original, when it is patched to call
+            this: :mod:`hamseg.compat.mmseg_tool_fixes`).
+        *merge_args: Further arguments of ``merge`` (``allow_list_keys``).
+
+    Raises:
+        CLIError: ``data_root`` given, but no dataset used the old value.
+    """
+    old_root = cfg.get("data_root")
+    merge(cfg, options, *merge_args)
+    if "data_root" in options:
+        _apply_data_root(cfg, old_root, options["data_root"])
+
+
+def _apply_data_root(cfg: Config, old: object, new: str) -> None:
     """``--cfg-options data_root=PATH``: move every dataset that used the config's ``data_root``.
 
     A config's top-level ``data_root`` is a variable: its value is copied into each dataset
