@@ -41,6 +41,22 @@ def tiny_data(tmp_path_factory) -> str:
     return write_tiny_dataset(str(tmp_path_factory.mktemp("tiny_data")))
 
 
+@pytest.fixture(scope="session")
+def trained_demo(tmp_path_factory) -> tuple[str, str]:
+    """``(checkpoint, data root)`` of the demo HamHead-NMF trained as ``tools/run_demo.py``
+    trains it (the default config, data and 500 iterations; about 70 s on 2 cores). For slow
+    tests that need a model which uses global context."""
+    import subprocess
+    import sys
+
+    root = tmp_path_factory.mktemp("trained_demo")
+    data, work = str(root / "context_shapes"), str(root / "work")
+    cmd = [sys.executable, "tools/run_demo.py", "--data-root", data, "--work-dir", work]
+    proc = subprocess.run(cmd + ["--no-vis"], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return osp.join(work, "iter_500.pth"), data
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     """Tests marked ``gpu`` are skipped, with the reason, where CUDA is not available."""
     import torch

@@ -6,6 +6,8 @@ _base_ = ["./hamhead-nmf_r18-d8_context-shapes.py"]
 demo_name = "HamHead-CD"
 model = dict(
     decode_head=dict(
-        ham_cfg=dict(type="CD", R=16, train_steps=6, eval_steps=6, inv_t=10, eval_seed=0)
+        ham_cfg=dict(
+            type="CD", R=16, train_steps=6, eval_steps=6, inv_t=10, eval_seed=0, eval_draws=8
+        )
     )
 )

@@ -81,6 +81,10 @@ class MatrixDecomposition2D(nn.Module):
             samples), so evaluation is deterministic and independent of the batch composition;
             random initial codes (NMF's ``coef_init='uniform'``) come next from the same
             generator.
+        eval_draws: In eval mode with ``init='random'``, the number K of dictionaries drawn
+            (all seeded by ``eval_seed``); the ham's output is the mean of the K
+            reconstructions, (1/K) sum_k D_k C_k (Eq. 7 averaged), a deterministic estimate of
+            the expected reconstruction over the draws the model was trained under. 1: one draw.
 
     Raises:
         ValueError: On an unknown option, on ``init`` needing ``D`` without it, and on
@@ -107,10 +111,13 @@ class MatrixDecomposition2D(nn.Module):
         init: str = "random",
         grad: str = "one_step",
         eval_seed: int | None = None,
+        eval_draws: int = 1,
     ) -> None:
         super().__init__()
         if S < 1 or R < 1 or (D is not None and D < 1):
             raise ValueError(f"S, D and R must be positive, got S={S}, D={D}, R={R}")
+        if eval_draws < 1:
+            raise ValueError(f"eval_draws must be >= 1, got {eval_draws}")
         if train_steps < 0 or eval_steps < 0:
             raise ValueError(f"steps must be >= 0, got {train_steps} and {eval_steps}")
         if init not in INITS:
@@ -137,6 +144,7 @@ class MatrixDecomposition2D(nn.Module):
         self.init = init
         self.grad = grad
         self.eval_seed = eval_seed
+        self.eval_draws = eval_draws
 
         self.bases: Tensor | None
         if init == "learned":
@@ -151,7 +159,7 @@ class MatrixDecomposition2D(nn.Module):
         return (
             f"S={self.S}, D={self.D}, R={self.R}, train_steps={self.train_steps}, "
             f"eval_steps={self.eval_steps}, inv_t={self.inv_t}, fold={fold}, init={self.init}, "
-            f"grad={self.grad}, eval_seed={self.eval_seed}"
+            f"grad={self.grad}, eval_seed={self.eval_seed}, eval_draws={self.eval_draws}"
         )
 
     # ----------------------------------------------------------------------------------------
@@ -272,13 +280,14 @@ class MatrixDecomposition2D(nn.Module):
         bases: Tensor | None,
         inplace: bool = True,
         generator: torch.Generator | None = None,
+        draws: int = 1,
     ) -> Tensor:
-        """Initial dictionary (B*S, D, R) for X of shape (B*S, D, N), in X's dtype.
+        """Initial dictionary (K*B*S, D, R) for X of shape (K*B*S, D, N), in X's dtype.
 
         In-place updates (``inplace``) need a tensor owned by this call, so a given ``bases``
         is then copied; buffers are always tiled with ``repeat`` (a copy). With a
-        ``generator`` (seeded evaluation) a random dictionary is one (S, D, R) draw shared by
-        all samples.
+        ``generator`` (seeded evaluation) a random dictionary is K (S, D, R) draws, each
+        shared by all samples (``draws`` = K, the ensemble of :attr:`eval_draws`).
         """
         BS, D, _ = x.shape
         if bases is not None:
@@ -292,21 +301,26 @@ class MatrixDecomposition2D(nn.Module):
             # (S, D, R) -> (B*S, D, R)
             return self.bases.to(x.dtype).repeat(batch, 1, 1)
         if generator is not None:
-            # (S, D, R) -> (B*S, D, R)
-            return self._seeded_bases(D, x, generator).repeat(batch, 1, 1)
+            shared = self._seeded_bases(D, x, generator, draws)
+            # (K, S, D, R) -> (K, B, S, D, R) -> (K*B*S, D, R), a copy
+            return shared.unsqueeze(1).repeat(1, batch, 1, 1, 1).reshape(BS, D, self.R)
         return self._draw_bases(BS, D, x.device, x.dtype)
 
-    def _seeded_bases(self, D: int, x: Tensor, generator: torch.Generator) -> Tensor:
-        """The seeded evaluation dictionary (S, D, R), drawn once per (seed, D, device, dtype)
+    def _seeded_bases(
+        self, D: int, x: Tensor, generator: torch.Generator, draws: int = 1
+    ) -> Tensor:
+        """The K seeded evaluation dictionaries (K, S, D, R), drawn once per (seed, K, D, device,
+        dtype)
         and kept (not in the state dict): a pure function of those, so a trace or an export
         records it as a constant and every call of the graph computes what eager evaluation
         computes. ``generator`` is left where the draw leaves it (random initial codes come
         next from it)."""
-        key = (self.eval_seed, D, x.device, x.dtype)
+        key = (self.eval_seed, draws, D, x.device, x.dtype)
         cached = self.__dict__.get("_seeded")
         if cached is None or cached[0] != key:
             with outside_trace():  # a constant of the trace, not a random operator
-                shared = self._draw_bases(self.S, D, x.device, x.dtype, generator)
+                shared = self._draw_bases(draws * self.S, D, x.device, x.dtype, generator)
+                shared = shared.reshape(draws, self.S, D, self.R)
                 cached = (key, shared, generator.get_state())
             self.__dict__["_seeded"] = cached
         else:
@@ -343,11 +357,15 @@ class MatrixDecomposition2D(nn.Module):
         """
         if self.D is not None and X.shape[1] != self.D:
             raise ValueError(f"input gives D={X.shape[1]} but the module was built with D={self.D}")
+        draws = self._draws(bases)
+        if draws > 1:  # the K decompositions of every X side by side in the batch
+            # (B*S, D, N) -> (K*B*S, D, N)
+            X = X.repeat(draws, 1, 1)
         # Sec. 2.3: with the one-step gradient no graph for the K iterations (bases and coef are
         # constants in backward); without autograd (inference) BPTT computes the same.
         inplace = self.grad == "one_step" or not torch.is_grad_enabled()
         generator = self._eval_generator(X.device)  # the dictionary's draw, then the codes'
-        dictionary = self._initial_bases(X, batch, bases, inplace, generator)
+        dictionary = self._initial_bases(X, batch, bases, inplace, generator, draws)
         if inplace:
             with torch.no_grad():
                 dictionary, coef = self._iterate(X, dictionary, True, generator)
@@ -356,7 +374,17 @@ class MatrixDecomposition2D(nn.Module):
         coef = self.compute_coef(X, dictionary, coef)
         if self.training and self.init == "online":
             self._online_update(dictionary, batch)
+        if draws > 1:
+            # (K*B*S, D, R) -> (B*S, D, K*R), and the codes alike: the mean of the K
+            # reconstructions is the one product (D_1 .. D_K) / K @ (C_1 .. C_K)^T
+            dictionary, coef = _side_by_side(dictionary, draws) / draws, _side_by_side(coef, draws)
         return dictionary, coef
+
+    def _draws(self, bases: Tensor | None) -> int:
+        """K of :attr:`eval_draws` where it applies (eval mode, random init, no given bases)."""
+        if self.training or self.init != "random" or bases is not None:
+            return 1
+        return self.eval_draws
 
     def _decompose(self, x: Tensor, bases: Tensor | None, reuse_input: bool = False) -> Tensor:
         """Low-rank reconstruction D C of x (B, C, H, W), computed in x's (>= float32) dtype.
@@ -590,6 +618,13 @@ class NMF(MatrixDecomposition2D):
         # (B*S, D, R)^T @ (B*S, D, N) -> (B*S, R, N); bmm does not save its output, so the
         # in-place product is safe under autograd.
         return torch.bmm(bases.transpose(1, 2), x).mul_(factor).transpose(1, 2)
+
+
+def _side_by_side(factor: Tensor, draws: int) -> Tensor:
+    """(K*B*S, M, R) -> (B*S, M, K*R): the K draws' factors of each matrix, side by side."""
+    KBS, M, R = factor.shape
+    # (K, B*S, M, R) -> (B*S, M, K, R) -> (B*S, M, K*R)
+    return factor.reshape(draws, KBS // draws, M, R).permute(1, 2, 0, 3).reshape(-1, M, draws * R)
 
 
 def _column_scale(x: Tensor, inv_t: float, eps: float) -> Tensor:

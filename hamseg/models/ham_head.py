@@ -30,8 +30,8 @@ class HamHead(BaseDecodeHead):
     Args:
         ham_channels: Channels of the Hamburger's input and output (paper and release: 512).
         ham_cfg: Config of the decomposition (see :class:`~hamseg.models.Hamburger`), default
-            ``dict(type='NMF', S=1, R=64, train_steps=6, eval_steps=6)``; D defaults to
-            ``ham_channels // S`` (spatial folding).
+            ``dict(type='NMF', R=64, eval_seed=0, eval_draws=8)`` (evaluation: the mean of 8
+            seeded draws, docs/evaluation.md); D defaults to ``ham_channels // S``.
         variant: Hamburger variant, 'release' (authors' V2, default) or 'paper' (Eq. 6).
         latent_channels: Channels d of the ham (default ``ham_channels``).
         with_hamburger: False for Table 2's baseline: squeeze, align and classifier only.
@@ -66,7 +66,7 @@ class HamHead(BaseDecodeHead):
         self.ham_channels = ham_channels
         self.conv_init = conv_init
         if ham_cfg is None:
-            ham_cfg = dict(type="NMF", S=1, R=64, train_steps=6, eval_steps=6)
+            ham_cfg = dict(type="NMF", R=64, eval_seed=0, eval_draws=8)
         conv_kwargs = dict(
             padding=1, conv_cfg=self.conv_cfg, norm_cfg=self.norm_cfg, act_cfg=self.act_cfg
         )

@@ -125,9 +125,7 @@ def test_voc_stage1_recipe(voc):
         3,
     )
     assert (head.ham_channels, head.channels, head.num_classes) == (512, 256, 21)
-    assert head.ham_cfg == dict(
-        type="NMF", S=1, R=64, train_steps=6, eval_steps=6, inv_t=1, init="random", grad="one_step"
-    )
+    assert head.ham_cfg == NMF
     assert head.dropout_ratio == 0.1 and head.align_corners is True
     assert head.loss_decode.get("avg_non_ignore", False) is False  # release: mean over all pixels
     assert "auxiliary_head" not in voc.model
@@ -264,13 +262,14 @@ def test_v1c_variant_only_changes_the_backbone_weights(voc):
 
 
 #: Each ablation config: the ham_cfg it must have (everything else equal to its base).
-NMF = dict(
-    type="NMF", S=1, R=64, train_steps=6, eval_steps=6, inv_t=1, init="random", grad="one_step"
-)
+#: Every recipe evaluates with the mean of 8 seeded draws (docs/evaluation.md).
+EVAL = dict(eval_seed=0, eval_draws=8)
+NMF = dict(type="NMF", S=1, R=64, train_steps=6, eval_steps=6, inv_t=1, init="random",
+           grad="one_step", **EVAL)  # fmt: skip
 CD = dict(type="CD", S=1, R=64, train_steps=6, eval_steps=6, inv_t=100, beta=0.1, eta=0.9,
-          init="online", grad="one_step")  # fmt: skip
+          init="online", grad="one_step", **EVAL)  # fmt: skip
 VQ = dict(type="VQ", S=1, R=64, train_steps=6, eval_steps=6, inv_t=100, init="random",
-          grad="one_step")  # fmt: skip
+          grad="one_step", **EVAL)  # fmt: skip
 ABLATION_HAMS = {
     ABLATION_BASE: NMF,
     "nmf_bptt.py": dict(NMF, grad="bptt"),

@@ -322,6 +322,45 @@ def test_eval_seed_gives_deterministic_evaluation(cls):
     assert not torch.allclose(ham(x), ham(x))  # training keeps the random draw
 
 
+@pytest.mark.parametrize("cls", HAMS)
+def test_eval_draws_average_the_seeded_decompositions(cls):
+    """eval_draws=K: the mean of the K reconstructions, each from one of the K dictionaries the
+    seeded generator draws first (K*S of shape (D, R), draw k of group s at k*S + s), every
+    one shared by the batch; computed here by hand with given dictionaries."""
+    x = rand_input(3, 6, 5, 7)  # B=3, C=6, S=2: D=3; odd H, W
+    K, S, R = 3, 2, 3
+    ham = cls(S=S, R=R, eval_seed=4, eval_draws=K).eval()
+    g = torch.Generator().manual_seed(4)
+    draw = torch.rand if cls is NMF else torch.randn
+    dicts = unit(draw(K * S, 3, R, generator=g, dtype=F64)).reshape(K, S, 3, R)
+    by_hand = sum(ham(x, bases=d.repeat(3, 1, 1)) for d in dicts) / K  # (S,D,R) -> (B*S,D,R)
+    out = ham(x)
+    torch.testing.assert_close(out, by_hand, rtol=0, atol=1e-12)
+    assert torch.equal(out, ham(x))  # deterministic
+    torch.testing.assert_close(ham(x[1:2]), out[1:2], rtol=0, atol=1e-12)  # batch-independent
+    # the factors are the K draws side by side: (B*S, D, K*R) / K and (B*S, N, K*R)
+    dictionary, coef = ham.factorize(x)
+    assert dictionary.shape == (6, 3, K * R) and coef.shape == (6, 35, K * R)
+    folded = (dictionary @ coef.transpose(1, 2)).reshape(x.shape)
+    torch.testing.assert_close(folded, out, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", HAMS)
+def test_eval_draws_apply_only_to_a_random_init_in_evaluation(cls):
+    x = rand_input(2, 8, 5, 7)
+    one, eight = cls(R=4, eval_draws=1), cls(R=4, eval_draws=8)
+    for ham in (one, eight):  # training: one draw of the global generator, whatever K
+        torch.manual_seed(3)
+        ham.out = ham(x)
+    assert torch.equal(one.out, eight.out)
+    fixed_one = cls(R=4, D=8, init="fixed", eval_draws=1).eval()
+    fixed_eight = cls(R=4, D=8, init="fixed", eval_draws=8).eval()
+    fixed_eight.load_state_dict(fixed_one.state_dict())  # one dictionary: nothing to average
+    assert torch.equal(fixed_one(x), fixed_eight(x))
+    with pytest.raises(ValueError, match="eval_draws must be >= 1"):
+        cls(eval_draws=0)
+
+
 # ---------------------------------------------------------------------------------------------
 # Mixed precision
 # ---------------------------------------------------------------------------------------------

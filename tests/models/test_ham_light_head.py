@@ -190,7 +190,7 @@ def test_mmseg_ham_kwargs_map_to_hamseg_nmf():
         dict(MD_S=1, MD_R=16, train_steps=6, eval_steps=7, inv_t=100, rand_init=True)
     )
     assert cfg == dict(
-        type="NMF", S=1, R=16, train_steps=6, eval_steps=7, init="random", eval_seed=0
+        type="NMF", S=1, R=16, train_steps=6, eval_steps=7, init="random", eval_seed=0, eval_draws=8
     )
     assert ham_cfg_from_kwargs(dict(rand_init=False))["init"] == "fixed"
     assert ham_cfg_from_kwargs({})["R"] == 64  # mmseg's defaults
@@ -208,7 +208,13 @@ def test_an_mmseg_config_switches_by_changing_only_the_type():
     cfg.type = "HamLightHead"
     head = build(cfg).eval()  # ham_kwargs as mmseg writes them
     ham = head.hamburger.ham
-    assert (ham.R, ham.eval_steps, ham.grad, ham.eval_seed) == (16, 7, "one_step", 0)
+    assert (ham.R, ham.eval_steps, ham.grad, ham.eval_seed, ham.eval_draws) == (
+        16,
+        7,
+        "one_step",
+        0,
+        8,
+    )
     inputs = features(size=128)  # seeded evaluation from the one-word switch
     with torch.no_grad():
         assert torch.equal(head(inputs), head(inputs))
@@ -246,14 +252,17 @@ F64 = torch.float64
 # --------------------------------------------------------------------------------------------
 HAMS = {
     "nmf": dict(type="NMF", R=4, eval_seed=0),
+    "nmf-draws": dict(type="NMF", R=4, eval_seed=0, eval_draws=3),
     "nmf-bptt": dict(type="NMF", R=4, grad="bptt", eval_seed=0),
     "nmf-uniform-codes": dict(type="NMF", R=4, coef_init="uniform", eval_seed=1),
     "nmf-fixed": dict(type="NMF", R=4, init="fixed"),
     "nmf-online": dict(type="NMF", R=4, init="online"),
     "nmf-learned": dict(type="NMF", R=4, init="learned", grad="bptt"),
     "cd": dict(type="CD", R=4, inv_t=10, eval_seed=0),
+    "cd-draws": dict(type="CD", R=4, inv_t=10, eval_seed=0, eval_draws=3),
     "cd-bptt-online": dict(type="CD", R=4, inv_t=10, grad="bptt", init="online"),
     "vq": dict(type="VQ", R=4, inv_t=10, eval_seed=0),
+    "vq-draws": dict(type="VQ", R=4, inv_t=10, eval_seed=0, eval_draws=3),
     "vq-fixed": dict(type="VQ", R=4, inv_t=10, init="fixed"),
 }
 

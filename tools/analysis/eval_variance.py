@@ -1,9 +1,13 @@
-"""Evaluate one checkpoint N times and print how much the mIoU moves (mean, std, min, max).
+"""How much one checkpoint's mIoU depends on the ham's random dictionary (any mmseg config).
 
-Any mmseg config: mmseg's LightHamHead (a new random NMF dictionary at every forward), HamHead
-and HamLightHead with ``eval_seed=None`` (the same), or with a seeded dictionary (std 0)::
+A seed sweep evaluates once per ``eval_seed`` for each ensemble size K (``eval_draws``) and times
+each evaluation, the K values side by side; random evaluations draw new dictionaries at every
+forward (``eval_seed=None``, one draw, as mmseg's LightHamHead)::
 
-    python tools/analysis/eval_variance.py CONFIG CHECKPOINT [--runs 5] [--cfg-options k=v ...]
+    python tools/analysis/eval_variance.py CONFIG CHECKPOINT --seeds 0 1 2 3 4 --draws 1 8 --runs 10
+    python tools/analysis/eval_variance.py CONFIG CHECKPOINT --runs 5     # random evaluations only
+
+Without ``--seeds`` no sweep runs; without ``--draws`` the sweep uses the config's ``eval_draws``.
 """
 
 from __future__ import annotations
@@ -19,7 +23,13 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 # isort: split
 from mmengine.config import DictAction  # noqa: E402
 
-from hamseg.analysis.eval_variance import evaluate_repeatedly  # noqa: E402
+from hamseg.analysis.eval_variance import (  # noqa: E402
+    Evaluation,
+    evaluate_repeatedly,
+    hams,
+    seed_sweep,
+    set_eval_draws,
+)
 from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
 from hamseg.utils.cli import CLIError, build_config, require_file, run_cli  # noqa: E402
 
@@ -28,19 +38,39 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("config")
     p.add_argument("checkpoint")
-    p.add_argument("--runs", type=int, default=5, help="number of evaluations (default 5)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[], help="eval_seed values to sweep")
+    p.add_argument("--draws", type=int, nargs="+", help="eval_draws values K of the sweep")
+    p.add_argument("--runs", type=int, default=5, help="random evaluations (default 5; 0: none)")
     p.add_argument("--metric", default="mIoU")
     p.add_argument("--work-dir", help="where the runner logs (default work_dirs/eval_variance)")
     p.add_argument("--cfg-options", nargs="+", action=DictAction, help="override config keys")
     args = p.parse_args()
-    if args.runs < 1:
-        raise CLIError(f"--runs must be >= 1, got {args.runs}")
+    if args.runs < 0 or (args.runs == 0 and not args.seeds):
+        raise CLIError(f"--runs must be >= 1 without --seeds, got {args.runs}")
+    if any(k < 1 for k in args.draws or ()):
+        raise CLIError(f"--draws must be >= 1, got {args.draws}")
     checkpoint = require_file(args.checkpoint, "checkpoint file")
     cfg = build_config(args.config, args.cfg_options, args.work_dir or "work_dirs/eval_variance")
     check_dataset_paths(cfg, splits=("test",))
-    report = evaluate_repeatedly(cfg, checkpoint, args.runs, args.metric)
-    print(f"{args.metric} per run: {', '.join(f'{v:.4f}' for v in report.values)}")
-    print(report.line())
+    evaluation = Evaluation(cfg, checkpoint, args.metric)
+    found = hams(evaluation.model)
+    if args.seeds:
+        if not found:
+            raise CLIError("--seeds: the model has no hamseg ham (NMF, CD, VQ); use --runs")
+        rows = seed_sweep(evaluation, args.seeds, args.draws or [found[0].eval_draws])
+        print(f"{args.metric} per eval_seed ({', '.join(map(str, args.seeds))}):")
+        for row in rows:
+            print(
+                f"  eval_draws={row.draws}: {', '.join(f'{v:.2f}' for v in row.values)}  "
+                f"range {row.range:.2f}, std {row.std:.2f}, {row.median_seconds:.2f} s per "
+                f"evaluation ({row.median_seconds / rows[0].median_seconds:.2f}x)"
+            )
+    if args.runs:
+        if found:  # mmseg's behaviour: a new dictionary at every forward, one draw
+            set_eval_draws(evaluation.model, None, 1)
+        report = evaluate_repeatedly(evaluation, args.runs)
+        print(f"{args.metric} per run: {', '.join(f'{v:.4f}' for v in report.values)}")
+        print(report.line())
 
 
 if __name__ == "__main__":

@@ -52,6 +52,8 @@ model = dict(
             inv_t=1,
             init="random",
             grad="one_step",
+            eval_seed=0,  # evaluation: the mean of 8 seeded draws (docs/evaluation.md)
+            eval_draws=8,
         ),
         variant="release",
         conv_init="pytorch",

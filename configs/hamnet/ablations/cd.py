@@ -16,6 +16,8 @@ model = dict(
             eta=0.9,
             init="online",
             grad="one_step",
+            eval_seed=0,
+            eval_draws=8,
         )
     )
 )

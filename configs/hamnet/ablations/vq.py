@@ -13,6 +13,8 @@ model = dict(
             inv_t=100,
             init="random",
             grad="one_step",
+            eval_seed=0,
+            eval_draws=8,
         )
     )
 )
