@@ -125,7 +125,7 @@ setup(
     long_description=open(osp.join(HERE, "README.md"), encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     license="Apache-2.0",
-    python_requires=">=3.9",
+    python_requires=">=3.10",
     packages=find_packages(include=["hamseg", "hamseg.*"]),
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,

@@ -47,7 +47,7 @@ from hamseg.benchmark.machine import select_device  # noqa: E402
 from hamseg.benchmark.outputs import write_report  # noqa: E402
 from hamseg.benchmark.report import markdown, plot  # noqa: E402
 from hamseg.benchmark.sweep import sweep_markdown, sweep_plot  # noqa: E402
-from hamseg.utils import run_cli  # noqa: E402
+from hamseg.cli import run_cli  # noqa: E402
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:

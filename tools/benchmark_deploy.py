@@ -18,7 +18,7 @@ import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mm
 from hamseg.apis.export import require_deploy  # noqa: E402
 from hamseg.benchmark.deploy import DEFAULT_CASES, as_json, latency, markdown  # noqa: E402
 from hamseg.benchmark.outputs import write_report  # noqa: E402
-from hamseg.utils.cli import CLIError, run_cli  # noqa: E402
+from hamseg.cli import CLIError, run_cli  # noqa: E402
 
 
 def main() -> None:

@@ -39,7 +39,8 @@ from hamseg.benchmark.machine import select_device  # noqa: E402
 from hamseg.benchmark.model import HAM, NONLOCAL, IterSettings, model_markdown, run_models  # noqa: E402
 from hamseg.benchmark.outputs import write_report  # noqa: E402
 from hamseg.benchmark.training import resolve  # noqa: E402
-from hamseg.utils.cli import require_config, run_cli  # noqa: E402
+from hamseg.cli import run_cli  # noqa: E402
+from hamseg.compat.package_lookup import config_file  # noqa: E402
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
@@ -78,7 +79,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
 def main(argv: Optional[list[str]] = None) -> None:
     args = parse_args(argv)
     for config in args.configs:  # all of them before the first is measured
-        require_config(resolve(config))
+        config_file(resolve(config))
     MMLogger.get_instance("benchmark_model", log_level="WARNING")
     device = select_device(args.device, args.threads)
     os.makedirs(args.out_dir, exist_ok=True)  # fail before measuring, not after

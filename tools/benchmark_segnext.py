@@ -22,7 +22,7 @@ import torch  # noqa: E402
 
 from hamseg.benchmark.outputs import write_report  # noqa: E402
 from hamseg.benchmark.segnext import compare, markdown  # noqa: E402
-from hamseg.utils.cli import CLIError, run_cli  # noqa: E402
+from hamseg.cli import CLIError, run_cli  # noqa: E402
 
 
 def main() -> None:

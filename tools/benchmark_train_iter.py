@@ -33,7 +33,8 @@ from mmengine.logging import MMLogger  # noqa: E402
 
 from hamseg.benchmark.train_iter import benchmark, summary  # noqa: E402
 from hamseg.benchmark.training import REPO  # noqa: E402
-from hamseg.utils.cli import require_config, run_cli  # noqa: E402
+from hamseg.cli import run_cli  # noqa: E402
+from hamseg.compat.package_lookup import config_file  # noqa: E402
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -49,7 +50,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
-    args.config = require_config(args.config)
+    args.config = config_file(args.config)
     # quiet: mmengine logs one line per parameter group option at INFO
     MMLogger.get_instance("benchmark_train_iter", log_level="WARNING")
     if args.threads:

@@ -28,7 +28,7 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 
 # isort: split
 from hamseg.apis.compare_heads import HEADS, compare_heads  # noqa: E402
-from hamseg.utils.cli import run_cli  # noqa: E402
+from hamseg.cli import run_cli  # noqa: E402
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:

@@ -46,7 +46,8 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 from hamseg.apis import init_segmentor, segment_images  # noqa: E402
 from hamseg.apis.images import gather_inputs  # noqa: E402
 from hamseg.apis.inference import init_segmentor_from_config  # noqa: E402
-from hamseg.utils.cli import CLIError, require_file, run_cli  # noqa: E402
+from hamseg.cli import CLIError, run_cli  # noqa: E402
+from hamseg.utils.errors import require_file  # noqa: E402
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:

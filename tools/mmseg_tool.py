@@ -12,7 +12,7 @@ Usage::
     python tools/mmseg_tool.py analyze_logs RUN/TIME/vis_data/TIME.json --keys loss mIoU --out c.png
 
 Everything after the tool name is the mmseg script's own command line. The logic (and the fixes for
-the scripts' own bugs) lives in hamseg/utils/mmseg_tools.py (``python -m hamseg.utils.mmseg_tools``
+the scripts' own bugs) lives in hamseg/cli/mmseg_tool.py (``python -m hamseg.cli.mmseg_tool``
 does the same without a checkout).
 """
 
@@ -21,7 +21,7 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))  # run from a checkout
 
-from hamseg.utils.mmseg_tools import main  # noqa: E402  (imports hamseg: the stack is ready)
+from hamseg.cli.mmseg_tool import main  # noqa: E402  (imports hamseg: the stack is ready)
 
 if __name__ == "__main__":
     main()

@@ -26,8 +26,8 @@ import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mm
 # isort: split
 from mmengine.config import DictAction  # noqa: E402
 
+from hamseg.cli import build_config, run_cli  # noqa: E402
 from hamseg.datasets.checks import SPLITS, validate_splits  # noqa: E402
-from hamseg.utils.cli import build_config, run_cli  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:

@@ -17,7 +17,7 @@ import numpy as np
 from torch import Tensor
 
 from hamseg.apis.overlay import draw_overlay
-from hamseg.utils.cli import CLIError
+from hamseg.utils.errors import UsageError
 
 __all__ = ["FeatureRow", "draw_feature_maps", "pca_rgb", "pick_channels", "select_channels"]
 
@@ -57,14 +57,14 @@ def select_channels(
     """``channels`` if given (checked against the feature width), else :func:`pick_channels`.
 
     Raises:
-        CLIError: If a given channel is out of range.
+        UsageError: If a given channel is out of range.
     """
     if not channels:
         return pick_channels([(z, y) for _, _, z, y, _ in rows], num_channels)
     num_c = rows[0][2].shape[0]
     bad = [c for c in channels if not 0 <= c < num_c]
     if bad:
-        raise CLIError(f"channels {bad} out of range 0..{num_c - 1}")
+        raise UsageError(f"channels {bad} out of range 0..{num_c - 1}")
     return list(channels)
 
 

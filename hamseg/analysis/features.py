@@ -13,7 +13,7 @@ from torch import Tensor, nn
 
 from hamseg.apis.images import read_image_rgb
 from hamseg.apis.inference import predict_label
-from hamseg.utils.cli import CLIError
+from hamseg.utils.errors import UsageError
 
 __all__ = ["MissingModuleError", "capture_features", "get_module"]
 
@@ -21,7 +21,7 @@ __all__ = ["MissingModuleError", "capture_features", "get_module"]
 HAMBURGER = "decode_head.hamburger"
 
 
-class MissingModuleError(CLIError, ValueError):
+class MissingModuleError(UsageError):
     """The model has no module of the requested name."""
 
 

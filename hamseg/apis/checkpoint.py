@@ -12,8 +12,8 @@ classifier says how many classes each side has::
     in the checkpoint and (5, 128, 1, 1) in the model: the checkpoint has 3 classes, the config
     has 5 (...)
 
-The error is a :class:`~hamseg.utils.cli.CLIError`, so a tool run through
-:func:`hamseg.utils.cli.run_cli` prints that line and exits with code 2.
+The error is a :class:`~hamseg.utils.errors.UsageError`, so a tool run through
+:func:`hamseg.cli.run_cli` prints that line and exits with code 2.
 
 Fine-tuning with ``load_from`` and a new class count is a different case (the classifier is meant
 to be re-initialised) and does not go through these functions.
@@ -30,7 +30,7 @@ from torch import Tensor, nn
 
 from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.models.release_weights import unwrap_state_dict
-from hamseg.utils.cli import CLIError
+from hamseg.utils.errors import UsageError
 
 __all__ = [
     "CheckpointMismatchError",
@@ -47,7 +47,7 @@ _CLASSIFIER = re.compile(r"(^|\.)conv_seg\.(weight|bias)$")
 _SHOWN = 3
 
 
-class CheckpointMismatchError(CLIError):
+class CheckpointMismatchError(UsageError):
     """A checkpoint does not fit the model exactly; the one-line message says where and how."""
 
 

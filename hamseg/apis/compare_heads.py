@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from hamseg.utils.cli import CLIError
+from hamseg.utils.errors import UsageError
 
 from .demo import ensure_data
 
@@ -260,12 +260,12 @@ def compare_heads(
         ``(markdown, results.md path, results.png path)``.
 
     Raises:
-        CLIError: If a head is not in :data:`HEADS`.
+        UsageError: If a head is not in :data:`HEADS`.
     """
     known = dict(HEADS)
     unknown = [h for h in heads if h not in known]
     if unknown:
-        raise CLIError(f"unknown heads {unknown}; choose from {list(known)}")
+        raise UsageError(f"unknown heads {unknown}; choose from {list(known)}")
     start = time.perf_counter()
     ensure_data(data_root)  # once, before the runs
     runs = []

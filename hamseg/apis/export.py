@@ -28,7 +28,7 @@ from mmseg.models.decode_heads.ham_head import Matrix_Decomposition_2D_Base
 from torch import Tensor, nn
 
 from hamseg.models.decompositions import MatrixDecomposition2D
-from hamseg.utils.cli import CLIError
+from hamseg.utils.errors import UsageError
 from hamseg.utils.messages import one_line
 
 __all__ = [
@@ -62,7 +62,7 @@ RANDOM_OPS = frozenset(
 )
 
 
-class ExportError(CLIError):
+class ExportError(UsageError):
     """The model cannot be exported (one line: what and why)."""
 
 
@@ -100,7 +100,7 @@ def require_deploy() -> None:
     """Raise one line naming the extra if onnx or onnxruntime is not installed."""
     missing = [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
     if missing:
-        raise CLIError(
+        raise UsageError(
             f"{' and '.join(missing)} not installed: pip install 'hamseg[deploy]' "
             "(or pip install onnx onnxruntime onnxscript)"
         )

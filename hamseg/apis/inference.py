@@ -26,7 +26,8 @@ from mmengine.config import Config
 from torch import nn
 
 from hamseg.compat.checkpoint import load_checkpoint_file
-from hamseg.utils.cli import CLIError, require_config, require_file
+from hamseg.compat.package_lookup import config_file
+from hamseg.utils.errors import UsageError, require_file
 
 from .checkpoint import load_state_dict_strict
 from .images import ImageDecodeError, read_image_rgb
@@ -67,7 +68,7 @@ def _read_config(config: ConfigLike, cfg_options: Optional[dict]) -> Config:
     if isinstance(config, Path):
         config = str(config)
     if isinstance(config, str):
-        config = Config.fromfile(require_config(config))
+        config = Config.fromfile(config_file(config))
     elif not isinstance(config, Config):  # a ConfigDict or dict
         config = Config(dict(config))
     if cfg_options:
@@ -100,7 +101,7 @@ def init_segmentor(
         palette (:func:`class_info`).
 
     Raises:
-        CLIError: If the checkpoint or config file does not exist, or no config is given and
+        UsageError: If the checkpoint or config file does not exist, or no config is given and
             the checkpoint stores none.
         CheckpointMismatchError: If the checkpoint does not fit the config's model exactly.
     """
@@ -113,7 +114,7 @@ def init_segmentor(
     elif "cfg" in meta:
         cfg = _read_config(Config.fromstring(meta["cfg"], file_format=".py"), cfg_options)
     else:
-        raise CLIError(f"checkpoint {checkpoint} stores no config: pass --config")
+        raise UsageError(f"checkpoint {checkpoint} stores no config: pass --config")
     model = _build_model(cfg, device)
     load_state_dict_strict(model, loaded, checkpoint)
     return _with_dataset_meta(model, _dataset_meta(meta, model.decode_head.num_classes))
@@ -149,7 +150,7 @@ def init_segmentor_from_config(
         (:func:`config_dataset_meta`); without one, ``class i`` names (:func:`class_info`).
 
     Raises:
-        CLIError: If the config file does not exist.
+        UsageError: If the config file does not exist.
     """
     model = _build_model(_read_config(config, cfg_options), device)
     return _with_dataset_meta(model, config_dataset_meta(model.cfg))
@@ -173,7 +174,7 @@ def config_dataset_meta(cfg: Config) -> Optional[dict]:
     ``METAINFO`` when it has them all (as mmseg's datasets do), else none (a generated palette,
     :func:`class_info`).
     """
-    from hamseg.datasets.config_parts import (
+    from hamseg.utils.config import (
         dataset_class_metainfo,
         dataset_classes,
         split_datasets,

@@ -28,7 +28,7 @@ from mmseg.apis import init_model as mmseg_init_model
 from torch import nn
 
 from hamseg.compat.mmseg_inferencer import resolve_model_name
-from hamseg.utils.cli import CLIError
+from hamseg.utils.errors import UsageError
 
 from .inference import init_segmentor
 
@@ -58,7 +58,7 @@ def init_model(
         CheckpointMismatchError: The checkpoint does not fit the config's model exactly: one
             line naming the layer, both shapes and, for the classifier, "the checkpoint has N
             classes, the config has M".
-        CLIError: A missing config or checkpoint file.
+        UsageError: A missing config or checkpoint file.
     """
     if checkpoint is None:
         return mmseg_init_model(config, None, device, cfg_options)
@@ -81,7 +81,7 @@ class HamSegInferencer(MMSegInferencer):
         **kwargs: ``MMSegInferencer``'s (``classes``, ``palette``, ``device``, ...).
 
     Raises:
-        CLIError: A local weights file that does not exist (for a hamseg name without
+        UsageError: A local weights file that does not exist (for a hamseg name without
             ``weights``: the index's path, where training writes the checkpoint).
         CheckpointMismatchError: The weights do not fit the config's model exactly.
     """
@@ -102,7 +102,7 @@ class HamSegInferencer(MMSegInferencer):
         if weights is None:
             return super()._init_model(cfg, weights, device)
         if "://" not in weights and not osp.isfile(weights):
-            raise CLIError(
+            raise FileNotFoundError(
                 f"weights not found: {weights} (nothing is hosted: pass weights=PATH of a "
                 "checkpoint, e.g. one written by tools/train.py)"
             )

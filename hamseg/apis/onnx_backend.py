@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from hamseg.utils.cli import CLIError, require_file
+from hamseg.utils.errors import UsageError, require_file
 from hamseg.utils.messages import first_items, one_line
 
 from .export import onnx_session
@@ -47,23 +47,23 @@ def use_onnxruntime(
             e.g. ``("config", "configs/x.py")`` or ``("checkpoint", "m.pth")``.
 
     Raises:
-        CLIError: The file is missing or not a graph ONNX Runtime loads, onnxruntime is not
+        UsageError: The file is missing or not a graph ONNX Runtime loads, onnxruntime is not
             installed, the graph's class count differs from the class names', or the graph does
             not take the input size (exported without ``--dynamic``).
     """
     require_file(onnx_file, "ONNX model")
     try:
         session = onnx_session(onnx_file, threads)
-    except CLIError:
+    except UsageError:
         raise
     except Exception as err:  # onnxruntime's own exception types
-        raise CLIError(
+        raise UsageError(
             f"{onnx_file}: ONNX Runtime cannot load it ({one_line(err, 200)}); export the model "
             "with tools/deploy/export_onnx.py"
         ) from None
     inputs, outputs = session.get_inputs(), session.get_outputs()
     if len(inputs) != 1:
-        raise CLIError(
+        raise UsageError(
             f"{onnx_file}: the graph takes {len(inputs)} inputs, not the one image tensor of "
             "tools/deploy/export_onnx.py"
         )
@@ -76,7 +76,7 @@ def use_onnxruntime(
             return
         shown = first_items(classes, 8)
         kind, path = names_from or ("model", "")
-        raise CLIError(
+        raise UsageError(
             f"{onnx_file} gives {channels} classes but the {kind}{' ' + path if path else ''} "
             f"names {len(classes)} ({shown}): export the model of this {kind} "
             f"(tools/deploy/export_onnx.py), or pass the {kind} {onnx_file} was exported from"
@@ -93,7 +93,7 @@ def use_onnxruntime(
         try:
             logits = session.run(None, {expected.name: array})[logits_at]
         except Exception as err:  # onnxruntime's own exception types
-            raise CLIError(
+            raise UsageError(
                 f"{onnx_file}: ONNX Runtime cannot run an input of shape {tuple(array.shape)} "
                 f"(the graph takes {expected.shape}; export with --dynamic for any size): "
                 f"{one_line(err, 200)}"

@@ -16,19 +16,19 @@ from typing import Any, Optional
 
 import torch
 
-from hamseg.utils.cli import CLIError
+from hamseg.utils.errors import UsageError
 
 
 def select_device(name: str, threads: int) -> torch.device:
     """The device called ``name`` ('cpu', 'cuda', 'cuda:1'); on the CPU ``threads`` intra-op
     threads are set. A name torch does not know, or CUDA without a device, is a
-    :class:`~hamseg.utils.cli.CLIError` naming ``--device``."""
+    :class:`~hamseg.utils.errors.UsageError` naming ``--device``."""
     try:
         device = torch.device(name)
     except RuntimeError as err:
-        raise CLIError(f"--device {name}: {err}") from None
+        raise UsageError(f"--device {name}: {err}") from None
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise CLIError(f"--device {name}: torch sees no CUDA device here")
+        raise UsageError(f"--device {name}: torch sees no CUDA device here")
     if device.type == "cpu":
         torch.set_num_threads(threads)
     return device

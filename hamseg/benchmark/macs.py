@@ -101,7 +101,7 @@ PRODUCT_OPS = ("conv", "bmm", "addmm", "matmul", "mm", "linear", "einsum", "badd
 def count_macs(module: nn.Module, x: Tensor) -> tuple[int, dict[str, int]]:
     """MACs of one inference forward (eval mode), by mmengine's FlopAnalyzer (fvcore counter),
     with the library's own operator handles: while a trace records, the hams take no ``out=``
-    buffers (:func:`hamseg.compat.tracing.is_tracing`), so ``bmm_flop_jit`` counts them as is.
+    buffers (:func:`hamseg.models.tracing.is_tracing`), so ``bmm_flop_jit`` counts them as is.
     """
     module.eval()
     with torch.no_grad():

@@ -22,7 +22,7 @@ from mmengine.structures import PixelData
 from mmseg.registry import MODELS
 from mmseg.structures import SegDataSample
 
-from hamseg.utils.cli import require_config
+from hamseg.compat.package_lookup import config_file
 
 #: The checkout hamseg runs from: relative config paths are resolved against it.
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -30,9 +30,10 @@ REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 def resolve(config: str) -> str:
     """Path of a config; a packaged name (``mmseg::x``, ``hamseg::x``) is that package's config
-    (:func:`~hamseg.utils.cli.require_config`), a relative path is relative to the checkout."""
+    (:func:`~hamseg.compat.package_lookup.config_file`), a relative path is relative to the
+    checkout."""
     if "::" in config:
-        return require_config(config)
+        return config_file(config)
     return config if osp.isabs(config) else osp.join(REPO, config)
 
 

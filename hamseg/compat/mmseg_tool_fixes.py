@@ -1,6 +1,6 @@
 """Minimal fixes for bugs of mmseg 1.2.2's own tool scripts, applied only while one of them runs.
 
-``python tools/mmseg_tool.py TOOL ...`` (:mod:`hamseg.utils.mmseg_tools`) runs mmseg's scripts
+``python tools/mmseg_tool.py TOOL ...`` (:mod:`hamseg.cli.mmseg_tool`) runs mmseg's scripts
 unchanged; these context managers patch, for the duration of the run, exactly the call that each
 script gets wrong on this stack, and restore it afterwards:
 
@@ -23,7 +23,7 @@ script gets wrong on this stack, and restore it afterwards:
 - The scripts that take ``--cfg-options`` (get_flops, browse_dataset, confusion_matrix,
   print_config) merge ``data_root=PATH`` into the config's top-level variable alone, whose
   value every dataset copied when the file was read: the override silently changed nothing.
-  As in hamseg's own tools (:func:`hamseg.utils.cli.merge_cfg_options`), every dataset that used
+  As in hamseg's own tools (:func:`hamseg.utils.config.merge_cfg_options`), every dataset that used
   the variable moves with it.
 - ``misc/publish_model.py`` renames its output with ``subprocess.Popen(['mv', ...])`` and exits
   without waiting, so the published file may not exist yet when the command returns. Started
@@ -38,6 +38,8 @@ from collections.abc import Iterator
 from typing import Any, Callable
 
 import numpy as np
+
+from hamseg.utils.config import merge_cfg_options
 
 __all__ = ["FIXES", "RepeatedLoader", "instance_metainfo", "tool_fixes"]
 
@@ -106,8 +108,6 @@ def _datasets_with_instance_metainfo() -> contextlib.AbstractContextManager:
 
 def _data_root_moves_its_datasets() -> contextlib.AbstractContextManager:
     from mmengine.config import Config
-
-    from hamseg.utils.cli import merge_cfg_options
 
     merge = Config.merge_from_dict
 

@@ -33,8 +33,11 @@ import os.path as osp
 from collections.abc import Callable
 from typing import Optional
 
+from hamseg.utils.errors import require_file
+
 __all__ = [
     "PACKAGE_DIR",
+    "config_file",
     "get_installed_path",
     "hamseg_config_path",
     "install",
@@ -171,3 +174,46 @@ def register_hamseg() -> None:
         Config._get_cfg_path = _no_scope_for_hamseg(Config._get_cfg_path)
     if not hasattr(Config.fromfile, "_hamseg_wraps"):
         Config.fromfile = _fromfile_with_hamseg(Config.fromfile)
+
+
+def config_file(config: str) -> str:
+    """Path of a config argument: a file, or a packaged config named ``PACKAGE::DIR/FILE.py``.
+
+    ``hamseg::demo/hamhead-nmf_r18-d8_context-shapes.py`` is a config shipped inside hamseg
+    (``hamseg/.mim/configs``: it works from a pip install, without a checkout) and
+    ``mmseg::fcn/fcn_r50-d8_4xb2-40k_cityscapes-512x1024.py`` one of mmseg's, the names a
+    ``_base_`` takes. A file of that name in the current folder wins.
+
+    Args:
+        config: The config argument of a command line.
+
+    Returns:
+        The config file's path.
+
+    Raises:
+        FileNotFoundError: No such file; for a packaged name, no such package or config.
+    """
+    if osp.isfile(config) or "::" not in config:
+        return require_file(config, "config file")
+    from mmengine.config import Config
+    from mmengine.config.utils import PKG2PROJECT
+    from mmengine.utils import get_installed_path
+
+    package = config.partition("::")[0]
+    if package not in PKG2PROJECT:
+        detail = (
+            f"unknown package {package!r}: name hamseg::DIR/FILE.py, mmseg::DIR/FILE.py or a file"
+        )
+    else:
+        try:
+            if package == "hamseg":
+                return hamseg_config_path(config)
+            return require_file(Config._get_cfg_path(config, "")[0], "config file")
+        except FileNotFoundError:
+            folder = osp.join(get_installed_path(package), ".mim", "configs")
+            detail = f"no such file in {folder}"
+        except ImportError:
+            detail = f"{package} is not installed"
+        except ValueError:  # mmengine's name pattern
+            detail = f"name a packaged config {package}::DIR/FILE.py"
+    raise FileNotFoundError(f"config file not found: {config} ({detail})")

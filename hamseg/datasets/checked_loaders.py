@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 from mmengine.config import Config
 
-from .config_parts import dataset_classes, heads, split_datasets
+from hamseg.utils.config import dataset_classes, heads, split_datasets
 
 __all__ = ["UPGRADES", "use_checked_loaders"]
 

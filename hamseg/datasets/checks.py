@@ -23,6 +23,8 @@ from here):
 
 from __future__ import annotations
 
+from hamseg.utils.config import SPLITS, defined_splits, leaf_datasets
+
 from .checked_loaders import UPGRADES, use_checked_loaders
 from .config_checks import (
     GET_VOC_TEST,
@@ -38,7 +40,6 @@ from .config_checks import (
     is_label_free,
     prepare_hint,
 )
-from .config_parts import SPLITS, defined_splits, leaf_datasets
 from .samples import (
     InvalidSampleError,
     SampleCheck,

@@ -18,10 +18,10 @@ from typing import Any, Optional
 
 from mmengine.config import Config
 
+from hamseg.utils.config import dataset_classes, heads, split_datasets, transform_types
 from hamseg.utils.messages import first_items
 
 from .checked_loaders import use_checked_loaders
-from .config_parts import dataset_classes, heads, split_datasets, transform_types
 
 __all__ = [
     "GET_VOC_TEST",

@@ -15,9 +15,10 @@ from typing import Optional
 
 from mmengine.config import Config
 
+from hamseg.utils.config import defined_splits, heads, split_datasets
+
 from ..utils.progress_map import map_with_progress
 from .config_checks import DatasetNotFoundError, check_dataset_paths
-from .config_parts import defined_splits, heads, split_datasets
 from .samples import SampleCheck, check_sample
 
 __all__ = ["DatasetReport", "validate_dataset", "validate_splits"]

@@ -1,5 +1,9 @@
-"""Training-engine pieces (hooks, TTA) that hamseg registers into mmseg."""
+"""Training-engine pieces hamseg registers into mmseg: guard hooks (pre-emption, divergence,
+exact resume), crash-safe checkpoints, CPU mixed precision and CPU multi-process training, TTA."""
 
+from . import checkpoints
+from .amp import CPUAmpOptimWrapper
+from .distributed import setup_cpu_distributed
 from .divergence import DIVERGED_EXIT_CODE, NonFiniteLossHook, TrainingDiverged
 from .guards import GUARD_HOOKS, add_guard_hooks
 from .preemption import PREEMPTED_EXIT_CODE, PreemptionHook, TrainingPreempted
@@ -7,10 +11,13 @@ from .random_state import RandomStateHook
 from .stop import TrainingStopped
 from .tta import HamSegTTAModel
 
+checkpoints.install()
+
 __all__ = [
     "DIVERGED_EXIT_CODE",
     "GUARD_HOOKS",
     "PREEMPTED_EXIT_CODE",
+    "CPUAmpOptimWrapper",
     "HamSegTTAModel",
     "NonFiniteLossHook",
     "PreemptionHook",
@@ -19,4 +26,5 @@ __all__ = [
     "TrainingPreempted",
     "TrainingStopped",
     "add_guard_hooks",
+    "setup_cpu_distributed",
 ]

@@ -6,7 +6,7 @@ config that has none) turns a signal into a clean stop:
 
 1. The handler only records the signal (nothing else is safe in a handler; a second signal while
    the checkpoint is written is recorded and otherwise ignored, and the write itself is atomic,
-   :mod:`hamseg.compat.atomic_checkpoint`).
+   :mod:`hamseg.engine.checkpoints`).
 2. The current iteration finishes. In ``after_train_iter`` every rank joins one small
    all-reduce (:func:`~hamseg.engine.stop.agree_max`), so a signal that reached a single rank
    stops all of them after the same iteration.
@@ -43,8 +43,8 @@ from mmengine.logging import print_log
 from mmengine.runner import IterBasedTrainLoop
 from mmseg.registry import HOOKS
 
-from hamseg.compat import worker_signals
-from hamseg.compat.atomic_checkpoint import atomic_write_bytes
+from hamseg.engine import worker_signals
+from hamseg.engine.checkpoints import atomic_write_bytes
 
 from .stop import TrainingStopped, agree_max
 
@@ -72,7 +72,7 @@ def _signum(spec: SignalSpec) -> int:
 def ignore_signals_until_exit() -> list[int]:
     """Ignore the signals a :class:`PreemptionHook` handles, for a process about to exit.
 
-    ``tools/train.py`` (:func:`hamseg.utils.cli.run_cli`) calls this once a run has stopped
+    ``tools/train.py`` (:func:`hamseg.cli.run_cli`) calls this once a run has stopped
     (:class:`~hamseg.engine.stop.TrainingStopped`, exit code 75 or 65). The exit takes seconds
     (module, C++ and process-group teardown), and while it finalizes, CPython (``_PySignal_Fini``)
     puts the default action back for every signal with a Python handler, so a signal then, e.g.

@@ -12,7 +12,7 @@ already does every iteration when it logs the loss, and next to an iteration of 
 model.
 
 :class:`TrainingStopped` is what such a hook raises out of ``runner.train()``; ``tools/train.py``
-(:func:`hamseg.utils.cli.run_cli`) prints its message once (main rank) and exits with its
+(:func:`hamseg.cli.run_cli`) prints its message once (main rank) and exits with its
 ``exit_code``.
 """
 

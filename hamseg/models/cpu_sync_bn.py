@@ -8,7 +8,8 @@ batch B each matches (forward and gradients, up to rounding) a one-process run w
 and plain BN.
 
 Configs keep ``norm_cfg=dict(type='SyncBN')`` (torch's layer) for GPUs. On a CPU machine,
-:func:`hamseg.compat.setup_cpu_distributed` selects :class:`CPUSyncBNDistributedDataParallel`,
+:func:`hamseg.engine.distributed.setup_cpu_distributed` selects
+:class:`CPUSyncBNDistributedDataParallel`,
 which replaces every ``nn.SyncBatchNorm`` by :class:`HamSyncBatchNorm` (same parameters and
 buffers, same names, so checkpoints are interchangeable) before wrapping the model in DDP.
 """
@@ -186,7 +187,7 @@ def convert_sync_batchnorm_to_ham(
 class CPUSyncBNDistributedDataParallel(MMDistributedDataParallel):
     """``MMDistributedDataParallel`` for CPU processes: SyncBN layers become ``HamSyncBN`` first.
 
-    Selected by :func:`hamseg.compat.setup_cpu_distributed` on machines without CUDA (as
+    Selected by :func:`hamseg.engine.distributed.setup_cpu_distributed` on machines without CUDA (as
     ``'mmseg.CPUSyncBNDistributedDataParallel'``); takes the same arguments as its base class.
 
     Args:

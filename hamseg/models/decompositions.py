@@ -22,8 +22,8 @@ import torch.nn.functional as F
 from mmseg.registry import MODELS
 from torch import Tensor, nn
 
-from hamseg.compat.tracing import is_tracing, outside_trace
 from hamseg.models.ridge_solve import ridge_solve
+from hamseg.models.tracing import is_tracing, outside_trace
 
 __all__ = ["MatrixDecomposition2D", "NMF", "CD", "VQ"]
 

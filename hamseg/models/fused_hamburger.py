@@ -27,7 +27,7 @@ from mmcv.cnn import ConvModule
 from torch import Tensor, nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from hamseg.compat.tracing import is_tracing
+from hamseg.models.tracing import is_tracing
 
 from .decompositions import MatrixDecomposition2D
 

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from mmcv.cnn import ConvModule
 from torch import Tensor
 
-from hamseg.compat.tracing import is_tracing
+from hamseg.models.tracing import is_tracing
 
 from .fused_hamburger import hooked, is_plain_conv1x1
 

@@ -1,7 +1,7 @@
 """CD's ridge solve, C = (D^T D + beta I)^-1 D^T X (App. B, Eq. 15), eager and exportable.
 
 Eagerly the solve is ``torch.linalg.solve`` (LU). ONNX has neither a linear solve nor a matrix
-inverse, so while a graph is recorded (:func:`hamseg.compat.tracing.is_tracing`: an ONNX export,
+inverse, so while a graph is recorded (:func:`hamseg.models.tracing.is_tracing`: an ONNX export,
 ``torch.jit.trace``) the r x r system matrix is inverted by Gauss-Jordan elimination, r steps of
 slices, products and differences that every exporter and runtime takes, and the inverse
 multiplies D^T X in one MatMul. The system matrix is symmetric positive definite with every
@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from hamseg.compat.tracing import is_tracing
+from hamseg.models.tracing import is_tracing
 
 __all__ = ["ridge_solve", "spd_inverse"]
 

@@ -1,5 +1,2 @@
-"""Helpers shared by hamseg's command-line tools."""
-
-from .cli import CLIError, build_config, run_cli
-
-__all__ = ["CLIError", "build_config", "run_cli"]
+"""Leaf helpers of every layer: user-facing errors, one-line messages, config-dict walking,
+a process map with a progress bar. They import no other hamseg subpackage."""

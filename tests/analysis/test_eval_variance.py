@@ -17,8 +17,8 @@ from mmseg.registry import MODELS
 
 import hamseg.analysis.eval_variance as eval_variance
 from hamseg.analysis import summarize
+from hamseg.cli import build_config
 from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
-from hamseg.utils.cli import build_config
 from tests.conftest import REPO
 from tests.helpers import make_checkpoint
 from tests.tools.test_finetune_path import CUSTOM, layout_options, run, write_mask_layout

@@ -12,7 +12,7 @@ import torch
 
 from hamseg.analysis import capture_features, pca_rgb, pick_channels, select_channels
 from hamseg.apis import collect_inputs, init_segmentor, predict_label, read_image_rgb
-from hamseg.utils.cli import CLIError
+from hamseg.utils.errors import UsageError
 from tests.conftest import REPO
 from tests.helpers import one_thread  # noqa: F401  (fixture)
 
@@ -30,7 +30,7 @@ def test_capture_features_hooks_the_hamburger(setup, one_thread):  # noqa: F811
     torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)  # Y = Hamburger(Z)
     assert np.array_equal(pred, predict_label(model, read_image_rgb(path)))
     assert not model.decode_head.hamburger._forward_hooks  # the hook is removed
-    with pytest.raises(CLIError, match=r"channels \[999\] out of range 0..127"):
+    with pytest.raises(UsageError, match=r"channels \[999\] out of range 0..127"):
         select_channels(rows, [999], 3)
     assert select_channels(rows, [5, 1], 3) == [5, 1]
     assert select_channels(rows, None, 2) == pick_channels([(r[2], r[3]) for r in rows], 2)

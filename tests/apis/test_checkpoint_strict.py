@@ -13,7 +13,8 @@ from hamseg.apis import (
     init_segmentor,
     load_checkpoint_strict,
 )
-from hamseg.utils.cli import CLIError, run_cli
+from hamseg.cli import run_cli
+from hamseg.utils.errors import UsageError
 from tests.helpers import DEMO_NMF, make_checkpoint
 
 
@@ -65,7 +66,7 @@ def test_class_count_mismatch_is_one_line_naming_layer_shapes_and_classes(tmp_pa
     )
     assert "other shape mismatches: decode_head.conv_seg.bias" in msg
     assert torch.equal(model.decode_head.conv_seg.weight, before)  # nothing was loaded
-    assert isinstance(err.value, CLIError)
+    assert isinstance(err.value, UsageError)
 
 
 def test_other_shape_mismatch_names_the_layer_without_classes():

@@ -13,8 +13,8 @@ import cv2
 import pytest
 
 from hamseg.apis.compare_heads import HEADS, compare_heads, run_one
+from hamseg.utils.errors import UsageError
 from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
-from hamseg.utils.cli import CLIError
 from tests.conftest import REPO
 
 
@@ -71,7 +71,7 @@ def test_table_chart_and_resume(tmp_path):
 
 
 def test_unknown_head_is_an_error(tmp_path):
-    with pytest.raises(CLIError, match=r"unknown heads \['Nope'\]; choose from \['FCN'"):
+    with pytest.raises(UsageError, match=r"unknown heads \['Nope'\]; choose from \['FCN'"):
         compare_heads(["Nope"], [0], [sys.executable], "cmd", out_dir=str(tmp_path))
     assert not os.listdir(tmp_path)  # checked before anything is generated or run
 

@@ -313,7 +313,7 @@ def test_the_class_count_is_checked_at_the_first_run_when_the_graph_does_not_say
 
     from hamseg.apis.inference import init_segmentor_from_config
     from hamseg.apis.onnx_backend import use_onnxruntime
-    from hamseg.utils.cli import CLIError
+    from hamseg.utils.errors import UsageError
 
     dims = ["n", "c", "h", "w"]
     graph = helper.make_graph(
@@ -327,7 +327,7 @@ def test_the_class_count_is_checked_at_the_first_run_when_the_graph_does_not_say
     model = init_segmentor_from_config(NMF)
     assert model.dataset_meta["classes"][0] == "background"  # the config's dataset
     use_onnxruntime(model, path, names_from=("config", NMF))  # no shape to check yet
-    with pytest.raises(CLIError) as err:
+    with pytest.raises(UsageError) as err:
         model.encode_decode(torch.rand(1, 3, 8, 8))
     assert str(err.value).startswith(f"{path} gives 3 classes but the config {NMF} names 7 (")
 

@@ -21,7 +21,6 @@ from hamseg.apis import (
     resolve_model_name,
 )
 from hamseg.apis.inference import predict_label
-from hamseg.utils.cli import CLIError
 from tests.conftest import REPO
 from tests.helpers import (
     DEMO_NMF,
@@ -113,7 +112,7 @@ def test_init_model_takes_options_and_hamseg_names_and_builds_without_weights(ck
 
 def test_inferencer_without_the_indexed_weights_is_one_line():
     with pytest.raises(
-        CLIError, match=r"^weights not found: work_dirs/hamnet_r101-d8.*pass weights="
+        FileNotFoundError, match=r"^weights not found: work_dirs/hamnet_r101-d8.*pass weights="
     ):
         HamSegInferencer("ham_voc", device="cpu")
 

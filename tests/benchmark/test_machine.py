@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from hamseg.benchmark.machine import OtherCPU, select_device, wait_for_quiet
-from hamseg.utils.cli import CLIError
+from hamseg.utils.errors import UsageError
 
 
 def test_other_cpu_is_measured():
@@ -22,8 +22,8 @@ def test_select_device():
         assert select_device("cpu", 1) == torch.device("cpu") and torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(previous)
-    with pytest.raises(CLIError, match=r"^--device gpu0: "):
+    with pytest.raises(UsageError, match=r"^--device gpu0: "):
         select_device("gpu0", 1)
     if not torch.cuda.is_available():
-        with pytest.raises(CLIError, match=r"^--device cuda:1: torch sees no CUDA device here$"):
+        with pytest.raises(UsageError, match=r"^--device cuda:1: torch sees no CUDA device here$"):
             select_device("cuda:1", 1)

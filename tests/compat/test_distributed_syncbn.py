@@ -20,8 +20,7 @@ from mmengine.config import Config
 from mmengine.registry import MODEL_WRAPPERS, init_default_scope
 from torch import nn
 
-from hamseg.compat import setup_cpu_distributed
-from hamseg.compat.distributed import CPU_WRAPPER
+from hamseg.engine.distributed import CPU_WRAPPER, setup_cpu_distributed
 from hamseg.models.cpu_sync_bn import (
     CPUSyncBNDistributedDataParallel,
     HamSyncBatchNorm,

@@ -135,7 +135,7 @@ def test_metainfo_fix_keeps_the_subset_of_classes_a_config_selects():
 
 
 def test_fixes_name_real_mmseg_scripts():
-    from hamseg.utils.mmseg_tools import mmseg_tools_dir
+    from hamseg.cli.mmseg_tool import mmseg_tools_dir
 
     for script in FIXES:
         assert osp.isfile(osp.join(mmseg_tools_dir(), script)), script

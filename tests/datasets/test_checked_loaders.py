@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 import hamseg  # noqa: F401  (before mmseg)
+from hamseg.cli import build_config
 from hamseg.datasets.checks import (
     InvalidSampleError,
     check_dataset_paths,
     use_checked_loaders,
 )
 from hamseg.datasets.transforms import CheckedLoadAnnotations
-from hamseg.utils.cli import build_config
 from tests.conftest import REPO
 
 SEGNEXT_T = osp.join(

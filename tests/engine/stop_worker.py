@@ -22,8 +22,8 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from torch import nn  # noqa: E402
 
+from hamseg.cli import run_cli  # noqa: E402
 from hamseg.engine.stop import TrainingStopped  # noqa: E402
-from hamseg.utils.cli import run_cli  # noqa: E402
 
 
 def gloo_threads() -> list[str]:

@@ -23,8 +23,6 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 
 import tests.robust.fault_hooks  # noqa: F401  (registers SignalAtIterHook)
-from hamseg.compat import worker_signals
-from hamseg.compat.atomic_checkpoint import is_complete_checkpoint
 from hamseg.engine import (
     PREEMPTED_EXIT_CODE,
     NonFiniteLossHook,
@@ -32,7 +30,9 @@ from hamseg.engine import (
     RandomStateHook,
     TrainingPreempted,
     add_guard_hooks,
+    worker_signals,
 )
+from hamseg.engine.checkpoints import is_complete_checkpoint
 from hamseg.engine.preemption import _signum, ignore_signals_until_exit
 from tests.conftest import REPO, TINY_FCN
 from tests.helpers import one_thread  # noqa: F401  (fixture)

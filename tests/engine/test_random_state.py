@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from hamseg.compat.atomic_checkpoint import atomic_save_checkpoint
+from hamseg.engine.checkpoints import atomic_save_checkpoint
 from hamseg.engine.random_state import _RestoreAfterSkip, get_rng_state, set_rng_state
 
 

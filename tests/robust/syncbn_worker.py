@@ -33,7 +33,7 @@ from mmseg.registry import MODELS  # noqa: E402
 from mmseg.structures import SegDataSample  # noqa: E402
 from torch.nn.modules.batchnorm import _BatchNorm  # noqa: E402
 
-from hamseg.compat import setup_cpu_distributed  # noqa: E402
+from hamseg.engine.distributed import setup_cpu_distributed  # noqa: E402
 
 CONFIG = osp.join(REPO, "tests", "data", "tiny_ham.py")
 SIZE = 32

@@ -1,7 +1,7 @@
 """Mixed precision (--amp: bf16 autocast on CPU) and determinism of training and evaluation.
 
 All runs are in-process mmengine Runners built from tests/data/tiny_ham.py, exactly what
-tools/train.py and tools/test.py build (``--amp`` is :func:`hamseg.utils.cli.enable_amp`).
+tools/train.py and tools/test.py build (``--amp`` is :func:`hamseg.cli.enable_amp`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 import torch
 from mmengine.hooks import Hook
 
-from hamseg.utils.cli import enable_amp
+from hamseg.cli import enable_amp
 from tests.robust.helpers import LossRecorder, build_runner, tiny_cfg
 
 

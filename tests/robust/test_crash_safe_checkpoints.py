@@ -20,7 +20,7 @@ import mmengine.runner.runner as runner_module
 import pytest
 import torch
 
-from hamseg.compat.atomic_checkpoint import (
+from hamseg.engine.checkpoints import (
     atomic_save_checkpoint,
     find_latest_complete_checkpoint,
     is_complete_checkpoint,

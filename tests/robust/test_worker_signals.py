@@ -13,7 +13,7 @@ import mmengine.runner.runner as runner_module
 import pytest
 from torch.utils.data import DataLoader, Dataset
 
-from hamseg.compat import worker_signals
+from hamseg.engine import worker_signals
 
 
 class Pids(Dataset):

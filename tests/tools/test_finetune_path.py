@@ -249,8 +249,8 @@ def test_split_file_child_config_reads_the_listed_names_of_a_flat_layout(tmp_pat
     from mmengine.registry import init_default_scope
     from mmseg.registry import DATASETS
 
+    from hamseg.cli import build_config
     from hamseg.datasets.checks import validate_splits
-    from hamseg.utils.cli import build_config
 
     root = write_flat_layout(str(tmp_path / "data"))
     opts = {"data_root": root, "load_from": None}

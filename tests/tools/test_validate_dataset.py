@@ -12,8 +12,8 @@ import cv2
 import pytest
 
 import hamseg  # noqa: F401  (before mmseg)
+from hamseg.cli import build_config
 from hamseg.datasets.checks import DatasetNotFoundError, validate_splits
-from hamseg.utils.cli import build_config
 from tests.conftest import REPO, TINY_FCN, write_tiny_dataset
 
 VALIDATE = osp.join(REPO, "tools", "validate_dataset.py")

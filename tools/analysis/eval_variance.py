@@ -30,8 +30,9 @@ from hamseg.analysis.eval_variance import (  # noqa: E402
     seed_sweep,
     set_eval_draws,
 )
+from hamseg.cli import CLIError, build_config, run_cli  # noqa: E402
 from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
-from hamseg.utils.cli import CLIError, build_config, require_file, run_cli  # noqa: E402
+from hamseg.utils.errors import require_file  # noqa: E402
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ from hamseg.analysis import (  # noqa: E402
     select_channels,
 )
 from hamseg.apis import class_info, collect_inputs, init_segmentor  # noqa: E402
-from hamseg.utils.cli import CLIError, run_cli  # noqa: E402
+from hamseg.cli import CLIError, run_cli  # noqa: E402
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:

@@ -29,7 +29,7 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 # isort: split
 from hamseg.analysis import HAMBURGER, compute_spectra, write_spectrum  # noqa: E402
 from hamseg.apis import collect_inputs, init_segmentor  # noqa: E402
-from hamseg.utils.cli import CLIError, run_cli  # noqa: E402
+from hamseg.cli import CLIError, run_cli  # noqa: E402
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:

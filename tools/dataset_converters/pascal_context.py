@@ -30,8 +30,8 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 import hamseg  # noqa: E402,F401  (adapts the stack; before anything imports mmseg)
 
 # isort: split
+from hamseg.cli import run_cli  # noqa: E402
 from hamseg.datasets.converters.pascal_context import convert_pascal_context  # noqa: E402
-from hamseg.utils.cli import run_cli  # noqa: E402
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:

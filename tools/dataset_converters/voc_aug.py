@@ -22,12 +22,12 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 import hamseg  # noqa: E402,F401  (adapts the stack; before anything imports mmseg)
 
 # isort: split
+from hamseg.cli import run_cli  # noqa: E402
 from hamseg.datasets.converters.voc_aug import (  # noqa: E402
     TRAINAUG_LEN,
     VOC_TRAIN_LEN,
     build_trainaug,
 )
-from hamseg.utils.cli import run_cli  # noqa: E402
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:

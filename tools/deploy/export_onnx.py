@@ -30,7 +30,8 @@ from hamseg.apis.export import (  # noqa: E402
     require_deploy,
     verify_onnx,
 )
-from hamseg.utils.cli import require_config, run_cli  # noqa: E402
+from hamseg.cli import run_cli  # noqa: E402
+from hamseg.compat.package_lookup import config_file  # noqa: E402
 
 
 def main() -> None:
@@ -53,7 +54,7 @@ def main() -> None:
     require_deploy()
     shape = tuple(args.shape)
     check_export_options(shape, args.opset)  # before the model is built
-    model = init_segmentor(args.checkpoint, require_config(args.config))
+    model = init_segmentor(args.checkpoint, config_file(args.config))
     exported = export_onnx(model, args.out, shape, args.dynamic, args.opset, args.seed)
     print(f"wrote {args.out} (input (N, 3, {shape[0]}, {shape[1]}), seed {args.seed})")
     if args.verify:

@@ -13,8 +13,9 @@ import pytest
 import torch
 from mmengine.config import Config
 
+from hamseg.cli import CLIError, build_config
+from hamseg.utils.errors import UsageError
 from hamseg.compat.package_lookup import PACKAGE_DIR
-from hamseg.utils import CLIError, build_config
 from tests.conftest import REPO, TINY_FCN
 
 DEMO = "demo/hamhead-nmf_r18-d8_context-shapes.py"
@@ -51,8 +52,8 @@ class _BadSample(torch.utils.data.Dataset):
 
 
 def test_an_error_in_a_dataloader_worker_is_its_own_message():
+    from hamseg.cli import user_message
     from hamseg.datasets.checks import InvalidSampleError
-    from hamseg.utils.cli import user_message
 
     loader = torch.utils.data.DataLoader(_BadSample(), num_workers=1)
     with pytest.raises(InvalidSampleError) as info:
@@ -73,7 +74,7 @@ def test_data_root_override_moves_every_dataset_that_used_the_variable(tmp_path)
     other.write_text(
         'data_root = "a"\ntrain_dataloader = dict(dataset=dict(type="X", data_root="b"))\n'
     )
-    with pytest.raises(CLIError, match=r"no dataset of this config uses its data_root variable"):
+    with pytest.raises(UsageError, match=r"no dataset of this config uses its data_root variable"):
         build_config(str(other), {"data_root": "/data/mine"}, work_dir="/tmp/w")
 
 
@@ -104,7 +105,7 @@ def test_packaged_config_names_load_the_installed_files(tmp_path, monkeypatch):
 )  # fmt: skip
 def test_an_unknown_packaged_config_is_refused_with_its_name(name, detail):
     detail = detail.format(mmseg=osp.dirname(mmseg.__file__))
-    with pytest.raises(CLIError) as err:
+    with pytest.raises(FileNotFoundError) as err:
         build_config(name)
     assert str(err.value) == f"config file not found: {name} ({detail})"
 

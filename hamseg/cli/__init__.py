@@ -1,4 +1,6 @@
-"""What tools/train.py and tools/test.py share: config, overrides, launcher, clean errors."""
+"""The command-line layer: what tools/train.py, tools/test.py and the other tools share (config,
+overrides, launcher) and :func:`run_cli`, the one place where a library error becomes one line on
+stderr and exit code 2."""
 
 from __future__ import annotations
 
@@ -11,18 +13,24 @@ from collections.abc import Callable
 
 import torch
 from mmengine.config import Config
+from mmengine.dist import is_main_process
 from mmengine.logging import print_log
 
-from hamseg.compat import setup_cpu_distributed
+from hamseg.compat.checkpoint import CorruptCheckpointError, UnsafeCheckpointError
+from hamseg.compat.package_lookup import config_file
+from hamseg.datasets.config_checks import ClassCountError
+from hamseg.datasets.samples import InvalidSampleError
+from hamseg.engine.distributed import setup_cpu_distributed
+from hamseg.engine.preemption import ignore_signals_until_exit
+from hamseg.engine.stop import TrainingStopped, leave_process_group
+from hamseg.utils.config import merge_cfg_options
+from hamseg.utils.errors import UsageError
 
 __all__ = [
     "LAUNCHERS",
     "CLIError",
     "build_config",
     "enable_amp",
-    "merge_cfg_options",
-    "require_config",
-    "require_file",
     "run_cli",
     "user_message",
 ]
@@ -33,60 +41,8 @@ LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
 _OMPI = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK")
 
 
-class CLIError(Exception):
-    """A user-facing error: printed as one line, exit code 2, no traceback."""
-
-
-def require_file(path: str, what: str) -> str:
-    """Return ``path`` if it is a file, else raise :class:`CLIError` naming it."""
-    if not osp.isfile(path):
-        raise CLIError(f"{what} not found: {path}")
-    return path
-
-
-def require_config(config: str) -> str:
-    """Path of a config argument: a file, or a packaged config named ``PACKAGE::DIR/FILE.py``.
-
-    ``hamseg::demo/hamhead-nmf_r18-d8_context-shapes.py`` is a config shipped inside hamseg
-    (``hamseg/.mim/configs``: it works from a pip install, without a checkout) and
-    ``mmseg::fcn/fcn_r50-d8_4xb2-40k_cityscapes-512x1024.py`` one of mmseg's, the names a
-    ``_base_`` takes (:mod:`hamseg.compat.package_lookup`). A file of that name in the current
-    folder wins.
-
-    Args:
-        config: The config argument of a command line.
-
-    Returns:
-        The config file's path.
-
-    Raises:
-        CLIError: No such file; for a packaged name, no such package or packaged config.
-    """
-    if osp.isfile(config) or "::" not in config:
-        return require_file(config, "config file")
-    from mmengine.config.utils import PKG2PROJECT
-    from mmengine.utils import get_installed_path
-
-    from hamseg.compat.package_lookup import hamseg_config_path
-
-    package = config.partition("::")[0]
-    if package not in PKG2PROJECT:
-        detail = (
-            f"unknown package {package!r}: name hamseg::DIR/FILE.py, mmseg::DIR/FILE.py or a file"
-        )
-    else:
-        try:
-            if package == "hamseg":
-                return hamseg_config_path(config)
-            return require_file(Config._get_cfg_path(config, "")[0], "config file")
-        except FileNotFoundError:
-            folder = osp.join(get_installed_path(package), ".mim", "configs")
-            detail = f"no such file in {folder}"
-        except ImportError:
-            detail = f"{package} is not installed"
-        except ValueError:  # mmengine's name pattern
-            detail = f"name a packaged config {package}::DIR/FILE.py"
-    raise CLIError(f"config file not found: {config} ({detail})")
+class CLIError(UsageError):
+    """A bad command line: printed as one line, exit code 2, no traceback."""
 
 
 def _mpi_env() -> None:
@@ -114,7 +70,8 @@ def build_config(
     """Load a config as mmseg's tools do and prepare the launcher.
 
     Args:
-        config: Path of the config file, or a packaged config (:func:`require_config`).
+        config: Path of the config file, or a packaged config name
+            (:func:`~hamseg.compat.package_lookup.config_file`).
         cfg_options: ``--cfg-options`` overrides.
         work_dir: ``--work-dir``; default ``./work_dirs/<config name>``.
         launcher: One of :data:`LAUNCHERS`. On CPU machines a gloo group is set up here.
@@ -127,7 +84,7 @@ def build_config(
     Raises:
         CLIError: A missing config, or ``--launcher mpi`` outside OpenMPI's mpirun.
     """
-    path = require_config(config)
+    path = config_file(config)
     cfg = Config.fromfile(path)
     cfg.launcher = launcher
     if cfg_options:
@@ -141,60 +98,6 @@ def build_config(
     os.environ.setdefault("LOCAL_RANK", str(local_rank))
     setup_cpu_distributed(cfg, launcher)
     return cfg
-
-
-def merge_cfg_options(
-    cfg: Config,
-    options: dict,
-    merge: Callable[..., None] = Config.merge_from_dict,
-    *merge_args: object,
-) -> None:
-    """``--cfg-options``: ``merge(cfg, options, *merge_args)``, where a ``data_root`` option
-    moves every dataset that used the config's ``data_root`` variable (:func:`_apply_data_root`).
-
-    Args:
-        cfg: The config, changed in place.
-        options: The parsed ``--cfg-options``.
-        merge: mmengine's ``Config.merge_from_dict`` (the original, when it is patched to call
-            this: :mod:`hamseg.compat.mmseg_tool_fixes`).
-        *merge_args: Further arguments of ``merge`` (``allow_list_keys``).
-
-    Raises:
-        CLIError: ``data_root`` given, but no dataset used the old value.
-    """
-    old_root = cfg.get("data_root")
-    merge(cfg, options, *merge_args)
-    if "data_root" in options:
-        _apply_data_root(cfg, old_root, options["data_root"])
-
-
-def _apply_data_root(cfg: Config, old: object, new: str) -> None:
-    """``--cfg-options data_root=PATH``: move every dataset that used the config's ``data_root``.
-
-    A config's top-level ``data_root`` is a variable: its value is copied into each dataset
-    when the file is read, so overriding the variable alone changes nothing. Here each dataset
-    whose ``data_root`` equals the variable's old value gets the new one, as the user meant.
-
-    Raises:
-        CLIError: No dataset used the old value (then the override could not mean anything).
-    """
-    from hamseg.datasets.checks import SPLITS, leaf_datasets
-
-    moved = []
-    for split in SPLITS:
-        loader = cfg.get(f"{split}_dataloader")
-        for dataset in leaf_datasets(loader.get("dataset") if loader else None):
-            root = dataset.get("data_root")
-            if old is not None and root == old:
-                dataset["data_root"] = new
-                moved.append(split)
-            elif root == new:  # also set by a <split>_dataloader.dataset.data_root option
-                moved.append(split)
-    if not moved:
-        raise CLIError(
-            f"--cfg-options data_root={new}: no dataset of this config uses its data_root "
-            f"variable ({old!r}); set <split>_dataloader.dataset.data_root=PATH instead"
-        )
 
 
 def enable_amp(cfg: Config) -> None:
@@ -245,15 +148,8 @@ def run_cli(main: Callable[[], None]) -> None:
     traceback. A distributed run, stopped or finished, leaves its process group before the
     interpreter finalizes (:func:`~hamseg.engine.stop.leave_process_group`).
     """
-    from mmengine.dist import is_main_process
-
-    from hamseg.compat.checkpoint import CorruptCheckpointError, UnsafeCheckpointError
-    from hamseg.datasets.checks import ClassCountError, InvalidSampleError
-    from hamseg.engine.preemption import ignore_signals_until_exit
-    from hamseg.engine.stop import TrainingStopped, leave_process_group
-
     user_errors = (
-        CLIError,
+        UsageError,
         FileNotFoundError,
         InvalidSampleError,
         ClassCountError,

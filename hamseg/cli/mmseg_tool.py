@@ -20,9 +20,11 @@ import sys
 from typing import Optional
 
 import hamseg  # noqa: F401  (adapts the stack before mmseg's scripts import mmseg)
+from hamseg.cli import CLIError, run_cli
 from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.compat.mmseg_tool_fixes import tool_fixes
-from hamseg.utils.cli import CLIError, require_config, require_file, run_cli
+from hamseg.compat.package_lookup import config_file
+from hamseg.utils.errors import require_file
 
 __all__ = ["TOOLS", "check_inputs", "main", "mmseg_tools_dir", "resolve_tool", "run_tool"]
 
@@ -125,8 +127,8 @@ def check_inputs(script: str, argv: list[str]) -> list[str]:
 
     Returns:
         ``argv`` with a packaged config name (``hamseg::demo/x.py``, ``mmseg::fcn/x.py``;
-        :func:`~hamseg.utils.cli.require_config`) replaced by its file, which mmseg's scripts
-        can read.
+        :func:`~hamseg.compat.package_lookup.config_file`) replaced by its file, which mmseg's
+        scripts can read.
 
     Raises:
         CLIError: A missing config or checkpoint (benchmark.py would silently time an untrained
@@ -139,7 +141,7 @@ def check_inputs(script: str, argv: list[str]) -> list[str]:
     args = _positionals(argv)
     argv = list(argv)
     if script in _CONFIG_FIRST and args:
-        argv[0] = require_config(args[0])
+        argv[0] = config_file(args[0])
     if script == "analysis_tools/benchmark.py" and len(args) > 1:
         _check_fits(argv[0], require_file(args[1], "checkpoint"))
     if script == "misc/publish_model.py" and args:

@@ -7,7 +7,7 @@ fine-tuning config (every ``configs/custom/`` template, ``configs/ham_voc_trainv
 
 * ``--resume PATH``: resume from that checkpoint (iteration, optimizer, schedule, ...).
 * bare ``--resume``: resume from the latest complete checkpoint of the work dir
-  (:func:`~hamseg.compat.atomic_checkpoint.find_latest_complete_checkpoint`); when there is
+  (:func:`~hamseg.engine.checkpoints.find_latest_complete_checkpoint`); when there is
   none, start a new run, from ``load_from``'s weights if the config sets it (weights only).
 * no ``--resume``: the config's own ``resume``/``load_from``.
 
@@ -26,9 +26,10 @@ import torch
 from mmengine.config import Config
 from mmengine.logging import print_log
 
-from hamseg.compat.atomic_checkpoint import find_latest_complete_checkpoint
+from hamseg.engine.checkpoints import find_latest_complete_checkpoint
+from hamseg.utils.errors import require_file
 
-from .cli import CLIError, require_file
+from . import CLIError
 
 __all__ = ["apply_resume", "report_load_from"]
 

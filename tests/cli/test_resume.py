@@ -8,8 +8,8 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from hamseg.utils import CLIError
-from hamseg.utils.resume import apply_resume
+from hamseg.cli import CLIError
+from hamseg.cli.resume import apply_resume
 
 
 def checkpoint(path, step: int, seed: int = 7) -> str:
@@ -60,7 +60,7 @@ def test_missing_checkpoints_are_one_line_errors(tmp_path):
             f"load_from checkpoint not found: {stage1} "
             "(set another with --cfg-options load_from=PATH)"
         )
-    with pytest.raises(CLIError, match="checkpoint to resume from not found: gone.pth"):
+    with pytest.raises(FileNotFoundError, match="checkpoint to resume from not found: gone.pth"):
         apply_resume(config(str(tmp_path)), "gone.pth")
     url = config(str(tmp_path), load_from="https://download.openmmlab.com/x.pth")
     assert apply_resume(url, None) is None  # remote files are mmengine's to fetch

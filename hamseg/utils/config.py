@@ -1,11 +1,14 @@
-"""Finding the parts of a config the data checks look at: datasets per split, heads, transforms."""
+"""Config-dict helpers: the parts of a config the data checks look at (datasets per split, heads,
+transforms), and ``--cfg-options`` merging where a ``data_root`` override moves the datasets."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Optional
 
 from mmengine.config import Config
+
+from .errors import UsageError
 
 __all__ = [
     "SPLITS",
@@ -13,6 +16,7 @@ __all__ = [
     "defined_splits",
     "heads",
     "leaf_datasets",
+    "merge_cfg_options",
     "split_datasets",
     "transform_types",
 ]
@@ -95,3 +99,55 @@ def heads(model_cfg: Any) -> Iterator[tuple[str, dict]]:
             if isinstance(head, dict) and "num_classes" in head:
                 name = key if len(found) == 1 else f"{key}[{i}]"
                 yield name, head
+
+
+def merge_cfg_options(
+    cfg: Config,
+    options: dict,
+    merge: Callable[..., None] = Config.merge_from_dict,
+    *merge_args: object,
+) -> None:
+    """``--cfg-options``: ``merge(cfg, options, *merge_args)``, where a ``data_root`` option
+    moves every dataset that used the config's ``data_root`` variable (:func:`_apply_data_root`).
+
+    Args:
+        cfg: The config, changed in place.
+        options: The parsed ``--cfg-options``.
+        merge: mmengine's ``Config.merge_from_dict`` (the original, when it is patched to call
+            this: :mod:`hamseg.compat.mmseg_tool_fixes`).
+        *merge_args: Further arguments of ``merge`` (``allow_list_keys``).
+
+    Raises:
+        UsageError: ``data_root`` given, but no dataset used the old value.
+    """
+    old_root = cfg.get("data_root")
+    merge(cfg, options, *merge_args)
+    if "data_root" in options:
+        _apply_data_root(cfg, old_root, options["data_root"])
+
+
+def _apply_data_root(cfg: Config, old: object, new: str) -> None:
+    """``--cfg-options data_root=PATH``: move every dataset that used the config's ``data_root``.
+
+    A config's top-level ``data_root`` is a variable: its value is copied into each dataset
+    when the file is read, so overriding the variable alone changes nothing. Here each dataset
+    whose ``data_root`` equals the variable's old value gets the new one, as the user meant.
+
+    Raises:
+        UsageError: No dataset used the old value (then the override could not mean anything).
+    """
+    moved = []
+    for split in SPLITS:
+        loader = cfg.get(f"{split}_dataloader")
+        for dataset in leaf_datasets(loader.get("dataset") if loader else None):
+            root = dataset.get("data_root")
+            if old is not None and root == old:
+                dataset["data_root"] = new
+                moved.append(split)
+            elif root == new:  # also set by a <split>_dataloader.dataset.data_root option
+                moved.append(split)
+    if not moved:
+        raise UsageError(
+            f"--cfg-options data_root={new}: no dataset of this config uses its data_root "
+            f"variable ({old!r}); set <split>_dataloader.dataset.data_root=PATH instead"
+        )
