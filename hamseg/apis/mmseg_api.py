@@ -28,7 +28,6 @@ from mmseg.apis import init_model as mmseg_init_model
 from torch import nn
 
 from hamseg.compat.mmseg_inferencer import resolve_model_name
-from hamseg.utils.errors import UsageError
 
 from .inference import init_segmentor
 

@@ -13,8 +13,8 @@ import cv2
 import pytest
 
 from hamseg.apis.compare_heads import HEADS, compare_heads, run_one
-from hamseg.utils.errors import UsageError
 from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
+from hamseg.utils.errors import UsageError
 from tests.conftest import REPO
 
 

@@ -14,8 +14,8 @@ import torch
 from mmengine.config import Config
 
 from hamseg.cli import CLIError, build_config
-from hamseg.utils.errors import UsageError
 from hamseg.compat.package_lookup import PACKAGE_DIR
+from hamseg.utils.errors import UsageError
 from tests.conftest import REPO, TINY_FCN
 
 DEMO = "demo/hamhead-nmf_r18-d8_context-shapes.py"

@@ -412,7 +412,8 @@ def test_packaged_config_names_become_the_files_the_script_reads():
         argv = [name, "--shape", "64"]
         got = mmseg_tool.check_inputs("analysis_tools/get_flops.py", argv)
         assert got == [path, "--shape", "64"] and argv[0] == name  # the caller's list is kept
-    with pytest.raises(FileNotFoundError, match=r"^config file not found: hamseg::nope.py \(no such file"):
+    missing = r"^config file not found: hamseg::nope.py \(no such file"
+    with pytest.raises(FileNotFoundError, match=missing):
         mmseg_tool.check_inputs("misc/print_config.py", ["hamseg::nope.py"])
 
 
