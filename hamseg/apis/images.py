@@ -23,7 +23,7 @@ import cv2
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from hamseg.datasets.checks import InvalidSampleError
+from hamseg.datasets.loading import InvalidSampleError
 
 __all__ = [
     "IMAGE_EXTENSIONS",

@@ -18,8 +18,8 @@ from mmengine.logging import print_log
 
 from hamseg.compat.checkpoint import CorruptCheckpointError, UnsafeCheckpointError
 from hamseg.compat.package_lookup import config_file
-from hamseg.datasets.config_checks import ClassCountError
-from hamseg.datasets.samples import InvalidSampleError
+from hamseg.datasets.checks import ClassCountError
+from hamseg.datasets.loading import InvalidSampleError
 from hamseg.engine.distributed import setup_cpu_distributed
 from hamseg.engine.preemption import ignore_signals_until_exit
 from hamseg.engine.stop import TrainingStopped, leave_process_group

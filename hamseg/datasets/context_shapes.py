@@ -1,20 +1,8 @@
-"""Context Shapes: a generated segmentation dataset where only global context decides the class.
+"""Context Shapes: a generated dataset where only global context decides the class.
 
-Every image shows a few *identical-looking* grey shapes ("players") on a noisy background and one
-coloured *flag* on the far side of the image. The players' class is their team, and the team is
-given only by the flag's colour: a red flag makes every player in the image ``red team``, a green
-flag ``green team``, and so on. A player's own pixels (and its neighbourhood) are drawn from the
-same distribution whatever its team, so a model that only looks locally can segment the players
-but has to guess their class; a model that gathers global context (Hamburger, self-attention) can
-read the flag. See docs/demo.md for the design and the reasoning behind each choice.
-
-The generator is deterministic: sample ``i`` of split ``s`` is drawn from a numpy generator seeded
-with ``(seed, s, i)``, so the same seed writes the same bytes and the counts of one split never
-change the samples of another. Files follow mmseg's layout::
-
-    <out_dir>/img_dir/{train,val}/000000.png   RGB images
-    <out_dir>/ann_dir/{train,val}/000000.png   label maps (uint8 class indices, 0 = background)
-    <out_dir>/context_shapes.json              options the data was generated with
+Grey "players" look alike whatever their team; the team (class) is given only by the colour of a
+flag on the far side of the image. Sample ``i`` of split ``s`` is drawn from a generator seeded
+with ``(design version, seed, s, i)``: the same options write the same bytes. docs/demo.md.
 """
 
 from __future__ import annotations
@@ -39,6 +27,7 @@ __all__ = [
     "draw_sample",
     "generate_context_shapes",
     "read_flag_team",
+    "write_preview",
 ]
 
 #: Version of the design; bumped whenever the same options would draw different images.
@@ -68,20 +57,9 @@ SPLITS = ("train", "val")
 
 @dataclass
 class ContextShapesConfig:
-    """Options of the generator (all sizes in pixels unless noted).
-
-    Args:
-        size: Side of the square images.
-        num_train: Number of training images.
-        num_val: Number of validation images.
-        seed: Seed of the whole dataset.
-        min_objects: Fewest players per image.
-        max_objects: Most players per image.
-        flag_frac: Width of the flag band as a fraction of ``size``.
-        object_frac: Range of a player's radius as fractions of ``size``.
-        label_flags: Label the flag band with its own class (``<colour> flag``); if False it is
-            background.
-    """
+    """Options of the generator: image side (pixels), images per split, seed, players per
+    image, flag band width and players' radius range (fractions of ``size``), and whether the
+    flag band gets its own class (``<colour> flag``) or is background."""
 
     size: int = 128
     num_train: int = 400
@@ -165,15 +143,12 @@ def draw_sample(
     Args:
         rng: Source of randomness (consumed).
         cfg: Generator options.
-        team: Force this team instead of drawing one. The generator consumes the same random
-            numbers either way, so the same ``rng`` state with another ``team`` gives the same
-            image except for the flag's colour, and the same label map except for the class
-            value (this is how the tests show that the cue alone decides the class).
+        team: Force this team instead of drawing one; the same random numbers are consumed, so
+            only the flag's colour and the players' class change (the cue alone decides).
 
     Returns:
-        ``(img, label, meta)``: RGB uint8 (size, size, 3); uint8 labels (size, size) with 0 for
-        background and the flag and ``1 + team`` on every player; meta with ``team``, ``side``
-        and the list of ``objects`` (shape, centre, radius, grey level, label).
+        ``(img, label, meta)``: RGB uint8 (size, size, 3); uint8 labels (size, size), ``1 + team``
+        on every player; meta with ``team``, ``side`` and the ``objects`` drawn.
     """
     size = cfg.size
     img = _background(rng, size)
@@ -270,19 +245,9 @@ def is_generated(out_dir: str, cfg: Optional[ContextShapesConfig] = None) -> boo
 def generate_context_shapes(
     out_dir: str, cfg: Optional[ContextShapesConfig] = None, progress: bool = True
 ) -> dict[str, Any]:
-    """Write the dataset to ``out_dir`` in mmseg's folder layout.
-
-    Existing files of the same names are overwritten; ``context_shapes.json`` is written last, so
-    an interrupted run is not mistaken for a complete dataset by :func:`is_generated`.
-
-    Args:
-        out_dir: Root folder (``data/context_shapes`` by default in the CLI).
-        cfg: Generator options (defaults of :class:`ContextShapesConfig` if None).
-        progress: Show a tqdm progress bar.
-
-    Returns:
-        The options written to ``context_shapes.json``.
-    """
+    """Write ``img_dir/{train,val}/NNNNNN.png`` (RGB), ``ann_dir/...`` (uint8 labels) and, last
+    (so an interrupted run is not complete for :func:`is_generated`), ``context_shapes.json``;
+    returns the options written there. Files of a larger earlier run are removed."""
     from tqdm import tqdm
 
     cfg = cfg or ContextShapesConfig()
@@ -312,15 +277,30 @@ def generate_context_shapes(
 
 @DATASETS.register_module()
 class ContextShapesDataset(BaseSegDataset):
-    """The generated Context Shapes dataset (see the module docstring and docs/demo.md).
-
-    Args:
-        **kwargs: :class:`mmseg.datasets.BaseSegDataset` arguments; the suffixes default to
-            ``.png`` for both images and label maps, and label 0 (background) is a real class.
-    """
+    """The generated Context Shapes dataset: ``BaseSegDataset`` with ``.png`` images and label
+    maps; label 0 (background) is a real class."""
 
     METAINFO = dict(classes=CLASSES, palette=PALETTE)
 
     def __init__(self, img_suffix: str = ".png", seg_map_suffix: str = ".png", **kwargs) -> None:
         kwargs.setdefault("reduce_zero_label", False)
         super().__init__(img_suffix=img_suffix, seg_map_suffix=seg_map_suffix, **kwargs)
+
+
+def write_preview(out_dir: str, path: str, count: int) -> None:
+    """A PNG montage: the first ``count`` training images above their label maps in colour."""
+    palette = np.asarray(PALETTE, np.uint8)
+    tops, bottoms = [], []
+    for i in range(count):
+        name = f"{i:06d}.png"
+        img = cv2.imread(osp.join(out_dir, "img_dir", "train", name), cv2.IMREAD_COLOR)
+        if img is None:
+            break
+        label = cv2.imread(osp.join(out_dir, "ann_dir", "train", name), cv2.IMREAD_UNCHANGED)
+        gap = np.full((img.shape[0], 4, 3), 255, np.uint8)
+        tops += [img, gap]
+        bottoms += [np.ascontiguousarray(palette[label][:, :, ::-1]), gap]
+    top, bottom = np.concatenate(tops[:-1], 1), np.concatenate(bottoms[:-1], 1)
+    sep = np.full((4, top.shape[1], 3), 255, np.uint8)
+    os.makedirs(osp.dirname(osp.abspath(path)), exist_ok=True)
+    cv2.imwrite(path, np.concatenate([top, sep, bottom], 0))

@@ -1,6 +1,6 @@
 """Run per-file work over many files, in worker processes, with a progress bar.
 
-Shared by the dataset checks (:mod:`hamseg.datasets.validation`) and the dataset converters
+Shared by the dataset checks (:mod:`hamseg.datasets.checks`) and the dataset converters
 (:mod:`hamseg.datasets.converters`).
 """
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from hamseg.apis import ImageDecodeError, read_image_rgb
-from hamseg.datasets.checks import InvalidSampleError
+from hamseg.datasets.loading import InvalidSampleError
 
 
 def _smooth(h: int, w: int) -> np.ndarray:

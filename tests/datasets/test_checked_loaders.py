@@ -14,12 +14,8 @@ import pytest
 
 import hamseg  # noqa: F401  (before mmseg)
 from hamseg.cli import build_config
-from hamseg.datasets.checks import (
-    InvalidSampleError,
-    check_dataset_paths,
-    use_checked_loaders,
-)
-from hamseg.datasets.transforms import CheckedLoadAnnotations
+from hamseg.datasets.checks import check_dataset_paths, use_checked_loaders
+from hamseg.datasets.loading import CheckedLoadAnnotations, InvalidSampleError
 from tests.conftest import REPO
 
 SEGNEXT_T = osp.join(

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 import hamseg  # noqa: F401  (before mmseg)
-from hamseg.datasets.checks import InvalidSampleError
-from hamseg.datasets.transforms import CheckedLoadAnnotations
+from hamseg.datasets.loading import CheckedLoadAnnotations, InvalidSampleError
 from tests.helpers import (
     DEMO_NMF,
     make_checkpoint,

@@ -24,11 +24,11 @@ from hamseg.datasets.checks import (
     PREPARE_CONTEXT_SHAPES,
     PREPARE_VOC_AUG,
     DatasetNotFoundError,
-    InvalidSampleError,
     check_dataset_paths,
-    label_problems,
+    check_num_classes,
     validate_dataset,
 )
+from hamseg.datasets.loading import CheckedLoadAnnotations, InvalidSampleError, label_problems
 from tests.conftest import REPO, write_tiny_dataset
 from tests.robust.helpers import TINY_HAM, TRAIN, data_options, run_tool, tiny_cfg
 
@@ -150,8 +150,6 @@ def test_reduce_zero_label_problems_name_raw_values():
 def test_mapping_is_identical_to_mmseg_load_annotations(tmp_path, reduce_zero_label, label_map):
     from mmseg.datasets.transforms import LoadAnnotations
 
-    from hamseg.datasets.transforms import CheckedLoadAnnotations
-
     path = str(tmp_path / "label.png")
     rng = np.random.default_rng(0)
     cv2.imwrite(path, rng.choice([0, 1, 2, 3, 255], size=(9, 11)).astype(np.uint8))
@@ -257,8 +255,6 @@ def test_num_classes_must_match_the_dataset(data, tmp_path):
     voc = Config.fromfile(osp.join(REPO, "configs/ham_voc.py"))
     voc.model.decode_head.num_classes = 20  # the classic "forgot the background" mistake
     with pytest.raises(ValueError, match=r"num_classes=20 .*PascalVOCDataset\) has 21 classes"):
-        from hamseg.datasets.checks import check_num_classes
-
         check_num_classes(voc)
 
 

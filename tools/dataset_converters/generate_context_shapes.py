@@ -1,12 +1,10 @@
 """Generate the Context Shapes demo dataset (seeded, deterministic) in mmseg's folder layout.
 
-Usage::
-
     python tools/dataset_converters/generate_context_shapes.py            # data/context_shapes
-    python tools/dataset_converters/generate_context_shapes.py --size 96 --num-train 50 \
+    python tools/dataset_converters/generate_context_shapes.py --size 96 --num-train 50 \\
         --num-val 10 --out-dir /tmp/cs --seed 1
 
-See docs/demo.md for what the images show and why only global context decides the labels.
+docs/demo.md says what the images show and why only global context decides the labels.
 """
 
 from __future__ import annotations
@@ -23,41 +21,26 @@ import hamseg  # noqa: E402,F401  (adapts the stack; before anything imports mms
 from hamseg.datasets.context_shapes import (  # noqa: E402
     ContextShapesConfig,
     generate_context_shapes,
+    write_preview,
 )
-from hamseg.datasets.converters.context_shapes import write_preview  # noqa: E402
-
-DEFAULTS = ContextShapesConfig()
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """Command-line options."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--out-dir", default="data/context_shapes", help="dataset root")
-    p.add_argument("--seed", type=int, default=DEFAULTS.seed, help="dataset seed")
-    p.add_argument("--size", type=int, default=DEFAULTS.size, help="image side in pixels")
-    p.add_argument("--num-train", type=int, default=DEFAULTS.num_train, help="training images")
-    p.add_argument("--num-val", type=int, default=DEFAULTS.num_val, help="validation images")
-    p.add_argument("--min-objects", type=int, default=DEFAULTS.min_objects)
-    p.add_argument("--max-objects", type=int, default=DEFAULTS.max_objects)
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    p.add_argument(
-        "--preview", default=None, help="also write a PNG of the first training images and labels"
-    )
-    p.add_argument("--preview-count", type=int, default=6, help="images in the preview")
-    return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Generate the dataset; returns the process exit code."""
-    args = parse_args(argv)
-    cfg = ContextShapesConfig(
-        size=args.size,
-        num_train=args.num_train,
-        num_val=args.num_val,
-        seed=args.seed,
-        min_objects=args.min_objects,
-        max_objects=args.max_objects,
-    )
+    d = ContextShapesConfig()
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--out-dir", default="data/context_shapes", help="dataset root")
+    p.add_argument("--seed", type=int, default=d.seed, help="dataset seed")
+    p.add_argument("--size", type=int, default=d.size, help="image side in pixels")
+    p.add_argument("--num-train", type=int, default=d.num_train, help="training images")
+    p.add_argument("--num-val", type=int, default=d.num_val, help="validation images")
+    p.add_argument("--min-objects", type=int, default=d.min_objects)
+    p.add_argument("--max-objects", type=int, default=d.max_objects)
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--preview", help="also write a PNG of the first training images and labels")
+    p.add_argument("--preview-count", type=int, default=6, help="images in the preview")
+    args = p.parse_args(argv)
+    options = ("size", "num_train", "num_val", "seed", "min_objects", "max_objects")
+    cfg = ContextShapesConfig(**{k: getattr(args, k) for k in options})
     generate_context_shapes(args.out_dir, cfg, progress=not args.no_progress)
     print(f"wrote {cfg.num_train} train + {cfg.num_val} val images to {args.out_dir}")
     if args.preview:

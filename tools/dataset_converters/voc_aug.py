@@ -1,12 +1,10 @@
 """Build PASCAL VOC 2012 "trainaug" (10,582 images) from the SBD release, in mmseg 1.x's layout.
 
-Usage (from the repository root; data/README.md shows the downloads and the resulting tree)::
-
     python tools/dataset_converters/voc_aug.py data/VOCdevkit data/VOCdevkit/VOCaug
 
-``data/VOCdevkit/VOCaug`` is the extracted SBD release (``benchmark_RELEASE``). The tool writes
+``data/VOCdevkit/VOCaug`` is the extracted SBD release (``benchmark_RELEASE``); the tool writes
 ``SegmentationClassAug/<id>.png`` and ``ImageSets/Segmentation/{aug,trainaug}.txt`` into
-``data/VOCdevkit/VOC2012``; :mod:`hamseg.datasets.converters.voc_aug` says what each holds.
+``data/VOCdevkit/VOC2012`` (data/README.md).
 """
 
 from __future__ import annotations
@@ -14,8 +12,6 @@ from __future__ import annotations
 import argparse
 import os.path as osp
 import sys
-from collections.abc import Sequence
-from typing import Optional
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 
@@ -23,14 +19,10 @@ import hamseg  # noqa: E402,F401  (adapts the stack; before anything imports mms
 
 # isort: split
 from hamseg.cli import run_cli  # noqa: E402
-from hamseg.datasets.converters.voc_aug import (  # noqa: E402
-    TRAINAUG_LEN,
-    VOC_TRAIN_LEN,
-    build_trainaug,
-)
+from hamseg.datasets.converters import TRAINAUG_LEN, VOC_TRAIN_LEN, build_trainaug  # noqa: E402
 
 
-def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build VOC 2012 trainaug from SBD (mmseg layout)")
     parser.add_argument("devkit_path", help="VOCdevkit folder holding VOC2012/")
     parser.add_argument("aug_path", help="extracted SBD release (holds dataset/cls/*.mat)")
@@ -38,11 +30,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         "-o", "--out_dir", help="PNG folder (default: <devkit>/VOC2012/SegmentationClassAug)"
     )
     parser.add_argument("--nproc", type=int, default=1, help="worker processes")
-    return parser.parse_args(argv)
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = parse_args(argv)
+    args = parser.parse_args(argv)
     res = build_trainaug(args.devkit_path, args.aug_path, args.out_dir, args.nproc)
     print(
         f"{res.converted} PNGs in {res.out_dir}; aug.txt: {len(res.aug)} images, trainaug.txt: "

@@ -1,7 +1,7 @@
 # Context Shapes: the generated demo dataset (docs/demo.md). Create it with
 #   python tools/dataset_converters/generate_context_shapes.py
 # Whole images are used (no crop): a crop could cut the flag that decides the players' team.
-# Checked loaders (hamseg.datasets.transforms): a corrupt file or a label outside [0, 7) other
+# Checked loaders (hamseg.datasets.loading): a corrupt file or a label outside [0, 7) other
 # than 255 stops with one error naming the file.
 dataset_type = "ContextShapesDataset"
 data_root = "data/context_shapes"

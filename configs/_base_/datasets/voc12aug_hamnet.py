@@ -7,7 +7,7 @@ dataset_type = "PascalVOCDataset"
 data_root = "data/VOCdevkit/VOC2012"
 crop_size = (513, 513)
 train_scales = [0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]
-# Checked loaders (hamseg.datasets.transforms): a corrupt file, a label outside [0, 21) other than
+# Checked loaders (hamseg.datasets.loading): a corrupt file, a label outside [0, 21) other than
 # 255 or an image/label size mismatch stops with an error naming the file.
 train_pipeline = [
     dict(type="CheckedLoadImageFromFile"),

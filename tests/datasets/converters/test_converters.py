@@ -1,4 +1,5 @@
-"""hamseg.datasets.converters.{voc_aug,pascal_context} and their tools on tiny synthetic releases.
+"""hamseg.datasets.converters (VOC trainaug, PASCAL Context) and its tools on tiny synthetic
+releases.
 
 The tools are run with the exact command lines that hamseg.datasets.checks prints for a missing
 dataset, from a temporary working directory that holds a miniature ``data/`` tree; the other
@@ -24,9 +25,8 @@ from PIL import Image
 from scipy.io import savemat
 
 from hamseg.datasets.checks import PREPARE_CONTEXT, PREPARE_VOC_AUG
-from hamseg.datasets.converters import pascal_context
-from hamseg.datasets.converters.pascal_context import convert_pascal_context
-from hamseg.datasets.converters.voc_aug import build_trainaug
+from hamseg.datasets import converters
+from hamseg.datasets.converters import build_trainaug, convert_pascal_context
 from tests.conftest import REPO
 
 #: The arguments of the commands the dataset checks print.
@@ -151,12 +151,10 @@ def test_voc_aug_names_a_corrupt_mat_in_one_line(voc_tree, nproc):
 # PASCAL Context
 # --------------------------------------------------------------------------------------------
 def test_context_class_table_matches_mmseg():
-    ids = [i for i, _ in pascal_context.CONTEXT59]
+    ids = [i for i, _ in converters.CONTEXT59]
     assert ids == sorted(ids) and len(set(ids)) == 59 and ids[0] == 2 and ids[-1] == 458
-    assert [n for _, n in pascal_context.CONTEXT59] == list(
-        PascalContextDataset59.METAINFO["classes"]
-    )
-    lut = pascal_context.lookup_table()
+    assert [n for _, n in converters.CONTEXT59] == list(PascalContextDataset59.METAINFO["classes"])
+    lut = converters.lookup_table()
     assert lut[2] == 1 and lut[458] == 59 and lut[284] == 37  # aeroplane, wood, person
     assert lut[0] == lut[1] == lut[459] == 0 and int((lut > 0).sum()) == 59
 
@@ -231,7 +229,7 @@ def test_context_split_from_the_json(context_tree):
 def test_context_labels_txt_is_checked(context_tree):
     root = "data/VOCdevkit/VOC2010"
     names = {i: f"label{i}" for i in range(1, 460)}
-    names.update(dict(pascal_context.CONTEXT59))
+    names.update(dict(converters.CONTEXT59))
     names[427] = "tv monitor"  # spaces and case are ignored
     write_lines(f"{root}/labels.txt", [f"{i}: {n}" for i, n in sorted(names.items())])
     assert convert_pascal_context(*CONTEXT_ARGS).labels_checked == f"{root}/labels.txt"
@@ -250,7 +248,7 @@ def test_context_missing_mats_say_what_to_download(tmp_path, monkeypatch):
 
 def test_context_rejects_out_of_range_ids():
     with pytest.raises(ValueError, match="0..459"):
-        pascal_context.to_context60(np.array([[460]]), pascal_context.lookup_table())
+        converters.to_context60(np.array([[460]]), converters.lookup_table())
 
 
 def test_context_names_a_corrupt_or_out_of_range_mat_in_one_line(context_tree):
