@@ -22,7 +22,7 @@ import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mm
 from mmengine.config import DictAction  # noqa: E402
 
 from hamseg.cli import build_config, run_cli  # noqa: E402
-from hamseg.datasets import validate_splits  # noqa: E402
+from hamseg.datasets.checks import validate_splits  # noqa: E402
 from hamseg.utils.config import SPLITS  # noqa: E402
 
 

@@ -8,7 +8,7 @@ mmcv's ``LoadImageFromFile`` / mmseg's ``LoadAnnotations`` (docs/robustness.md, 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
+from typing import Any, Optional
 
 import cv2
 import mmcv
@@ -20,16 +20,6 @@ from mmseg.registry import TRANSFORMS
 
 from hamseg.utils.messages import first_items
 
-__all__ = [
-    "CheckedLoadAnnotations",
-    "CheckedLoadImageFromFile",
-    "InvalidSampleError",
-    "label_problems",
-    "read_image",
-    "read_image_rgb",
-    "read_label",
-]
-
 
 class InvalidSampleError(ValueError):
     """An image or label file is missing, unreadable, corrupt or inconsistent.
@@ -39,12 +29,9 @@ class InvalidSampleError(ValueError):
 
 
 def _jpeg_cut(data: bytes) -> bool:
-    """Whether JPEG bytes end before the end-of-image marker that follows the first scan.
-
-    Some OpenCV builds decode a cut JPEG with grey rows (libjpeg only warns), so the bytes are
-    checked, not decoded twice. Headers are skipped by their lengths (an EXIF thumbnail's own
-    marker does not count); inside the scans 0xFF is stuffed, so 0xFFD9 is the real end.
-    """
+    """Whether JPEG bytes end before the end-of-image marker after the first scan (some OpenCV
+    builds fill a cut JPEG with grey rows). Headers are skipped by their lengths (a thumbnail's
+    marker does not count); in the scans 0xFF is stuffed, so 0xFFD9 is the real end."""
     pos = 2
     while pos + 4 <= len(data) and data[pos] == 0xFF:
         marker = data[pos + 1]
@@ -92,33 +79,20 @@ def _read(
 
 
 def read_image(
-    path: str,
-    color_type: str = "color",
-    backend: str = "cv2",
-    backend_args: Optional[dict] = None,
+    path: str, color_type: str = "color", backend: str = "cv2", backend_args: Optional[dict] = None
 ) -> np.ndarray:
-    """Read an image as mmcv's ``LoadImageFromFile`` does (BGR), decoding it once.
+    """Read an image as mmcv's ``LoadImageFromFile`` does (BGR (H, W[, C])), decoding it once.
 
-    Args:
-        path: Image file (any mmengine file backend).
-        color_type: mmcv flag ('color', 'grayscale', 'unchanged', ...).
-        backend: mmcv decode backend ('cv2', 'pillow', ...).
-        backend_args: mmengine file backend arguments.
-
-    Returns:
-        The decoded image (H, W[, C]).
-
-    Raises:
-        InvalidSampleError: Missing, unreadable, empty, truncated (JPEG) or undecodable file.
+    ``color_type`` and ``backend`` are mmcv's flag and decoder, ``backend_args`` mmengine's file
+    backend arguments. Raises :class:`InvalidSampleError` naming a missing, unreadable, empty,
+    truncated (JPEG) or undecodable file.
     """
     return _read(path, "image", color_type, backend, backend_args)
 
 
 def read_image_rgb(path: str, backend_args: Optional[dict] = None) -> np.ndarray:
-    """Read any common image as 8-bit RGB (H, W, 3) for inference, decoding it once.
-
-    Gray is replicated to three channels, alpha is composited over white, 16-bit or float
-    images are rescaled to 0..255. Raises as :func:`read_image`.
+    """Read any common image as 8-bit RGB (H, W, 3) for inference, decoding it once: gray is
+    replicated, alpha composited over white, 16-bit or float rescaled; raises as :func:`read_image`.
     """
     img = _read(path, "image", "unchanged", "cv2", backend_args)
     if img.dtype != np.uint8:
@@ -141,19 +115,6 @@ def read_label(
     return _read(path, "label", "unchanged", backend, backend_args).squeeze()
 
 
-def _label_lut(reduce_zero_label: bool, label_map: Optional[dict]) -> np.ndarray:
-    """Raw value (0..255) -> training label, exactly as mmseg's ``LoadAnnotations`` maps it."""
-    lut = np.arange(256, dtype=np.int64)
-    if reduce_zero_label:  # 0 -> 255 (ignore), v -> v - 1, 255 stays 255
-        lut = np.where(lut == 0, 255, lut - 1)
-        lut[lut == 254] = 255
-    if label_map:
-        source = lut.copy()
-        for old, new in label_map.items():
-            lut[source == old] = new
-    return lut
-
-
 def label_problems(
     raw: np.ndarray,
     num_classes: int,
@@ -162,15 +123,10 @@ def label_problems(
     label_map: Optional[dict] = None,
     image_shape: Optional[Sequence[int]] = None,
 ) -> tuple[Optional[np.ndarray], list[str]]:
-    """Check a raw label map and map it to training labels.
+    """Check a raw label map (:func:`read_label`) and map it to training labels as mmseg does.
 
-    Args:
-        raw: Label map as read by :func:`read_label`.
-        num_classes: Valid labels are ``0 .. num_classes - 1`` and ``ignore_index``.
-        ignore_index: The label ignored by the loss.
-        reduce_zero_label: The dataset's ``reduce_zero_label`` (0 -> ignore, v -> v - 1).
-        label_map: The dataset's ``label_map`` (custom class subsets), applied afterwards.
-        image_shape: (H, W[, C]) of the image, to compare sizes; None to skip.
+    Valid are ``0 .. num_classes - 1`` and ``ignore_index`` after the dataset's
+    ``reduce_zero_label`` and ``label_map``; ``image_shape`` (H, W[, C]): compare sizes.
 
     Returns:
         The uint8 training label map (None if there are problems) and the list of problems.
@@ -186,7 +142,13 @@ def label_problems(
     values = np.unique(raw)
     if values.dtype.kind not in "ui":
         values = values.astype(np.int64)
-    lut = _label_lut(reduce_zero_label, label_map)
+    lut = np.arange(256, dtype=np.int64)  # raw value (0..255) -> label, as mmseg maps it
+    if reduce_zero_label:  # 0 -> 255 (ignore), v -> v - 1, 255 stays 255
+        lut = np.where(lut == 0, 255, lut - 1)
+        lut[lut == 254] = 255
+    source = lut.copy()
+    for old, new in (label_map or {}).items():
+        lut[source == old] = new
     in_byte = (values >= 0) & (values <= 255)
     mapped = np.where(in_byte, lut[np.clip(values, 0, 255).astype(np.int64)], -1)
     valid = in_byte & (((mapped >= 0) & (mapped < num_classes)) | (mapped == ignore_index))
@@ -238,24 +200,14 @@ class CheckedLoadAnnotations(LoadAnnotations):
             by hamseg's tools (:func:`~hamseg.datasets.checks.use_checked_loaders`); left None
             (mmseg's own tools) every value 0..255 passes and the rest is checked.
         ignore_index: The label ignored by the loss (mmseg's default 255).
-        reduce_zero_label: As in ``LoadAnnotations`` (default: the dataset's setting).
-        backend_args: mmengine file backend arguments.
-        imdecode_backend: Decoder of the label files (default 'pillow', as mmseg).
+        **kwargs: ``LoadAnnotations`` arguments (``reduce_zero_label``: default the dataset's;
+            ``backend_args``; ``imdecode_backend``: 'pillow').
     """
 
     def __init__(
-        self,
-        num_classes: Optional[int] = None,
-        ignore_index: int = 255,
-        reduce_zero_label: Optional[bool] = None,
-        backend_args: Optional[dict] = None,
-        imdecode_backend: str = "pillow",
+        self, num_classes: Optional[int] = None, ignore_index: int = 255, **kwargs: Any
     ) -> None:
-        super().__init__(
-            reduce_zero_label=reduce_zero_label,
-            backend_args=backend_args,
-            imdecode_backend=imdecode_backend,
-        )
+        super().__init__(**kwargs)
         if num_classes is not None and num_classes < 1:
             raise ValueError(f"num_classes must be >= 1, got {num_classes}")
         self.num_classes = num_classes
@@ -293,10 +245,3 @@ class CheckedLoadAnnotations(LoadAnnotations):
             )
         results["gt_seg_map"] = label
         results["seg_fields"].append("gt_seg_map")
-
-    def __repr__(self) -> str:
-        return (
-            f"{self.__class__.__name__}(num_classes={self.num_classes}, "
-            f"ignore_index={self.ignore_index}, reduce_zero_label={self.reduce_zero_label}, "
-            f"imdecode_backend={self.imdecode_backend!r})"
-        )

@@ -46,14 +46,14 @@ class _BadSample(torch.utils.data.Dataset):
         return 2
 
     def __getitem__(self, i: int):
-        from hamseg.datasets import InvalidSampleError
+        from hamseg.datasets.loading import InvalidSampleError
 
         raise InvalidSampleError(f"label file 'masks/{i:03d}_mask.png': values 7 outside\n[0, 3)")
 
 
 def test_an_error_in_a_dataloader_worker_is_its_own_message():
     from hamseg.cli import user_message
-    from hamseg.datasets import InvalidSampleError
+    from hamseg.datasets.loading import InvalidSampleError
 
     loader = torch.utils.data.DataLoader(_BadSample(), num_workers=1)
     with pytest.raises(InvalidSampleError) as info:

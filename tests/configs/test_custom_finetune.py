@@ -57,7 +57,7 @@ def test_custom_template_is_short_and_inherits():
             dict(type="CheckedLoadImageFromFile"),
             dict(type="CheckedLoadAnnotations"),
         ]
-    from hamseg.datasets import use_checked_loaders
+    from hamseg.datasets.checks import use_checked_loaders
 
     assert use_checked_loaders(cfg) == [
         f"{split}: CheckedLoadAnnotations(num_classes=3, from the decode head)"

@@ -22,13 +22,19 @@ from hamseg.datasets.context_shapes import (
     flag_region,
     generate_context_shapes,
     is_generated,
-    read_flag_team,
     sample_rng,
 )
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 TINY = ContextShapesConfig(size=64, num_train=5, num_val=3, seed=3)
 K = len(TEAM_COLOURS)
+
+
+def read_flag_team(img: np.ndarray, side: str, size: int, flag_frac: float) -> int:
+    """Team whose colour is nearest to the mean colour of the flag band (the non-local cue)."""
+    rows, cols = flag_region(side, size, flag_frac)
+    mean = img[rows, cols].reshape(-1, 3).mean(0)
+    return int(np.argmin([np.linalg.norm(mean - np.asarray(c)) for c in TEAM_COLOURS]))
 
 
 def _digests(root: str) -> dict[str, str]:
