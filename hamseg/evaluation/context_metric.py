@@ -1,19 +1,7 @@
-"""PASCAL Context: the 60-class and the 59-class mIoU of one model from one test run.
+"""PASCAL Context: the 60-class and the 59-class mIoU of one 60-class model from one test run.
 
-The paper's Table 5 (55.2 mIoU on PASCAL Context val) does not say which of the two Context
-benchmarks it is: 60 classes (59 objects + background, background is a class) or 59 classes
-(background pixels ignored). :class:`ContextIoUMetric` reports both for a 60-class model:
-
-- ``mIoU`` (and ``aAcc``, ``mAcc``): mmseg's ``IoUMetric`` over all 60 classes, unchanged.
-- ``mIoU59`` (and ``aAcc59``, ``mAcc59``): every pixel labelled background (or ignore) is left
-  out, and the prediction at the other pixels is the argmax of the model's scores over the 59
-  object classes only (the background score is dropped, so a pixel the 60-class prediction calls
-  background counts as the best object class instead); IoU, averaged over the 59 object classes.
-  This is the 59-class benchmark's pixel set and label space, answered by the 60-class model.
-
-The scores are the sample's ``seg_logits`` at the original image size: the logits of
-single-scale inference (whole or slide), or the merged scores of ``--tta``
-(:class:`hamseg.engine.tta.HamSegTTAModel`: summed logits or mean probabilities).
+Paper Table 5 (55.2 mIoU) does not say which of the two benchmarks it is; docs/recipes.md
+("PASCAL Context: which number") defines both. The scores are the samples' ``seg_logits``.
 """
 
 from __future__ import annotations
@@ -34,19 +22,9 @@ __all__ = ["ContextIoUMetric", "objects_only"]
 def objects_only(
     scores: Tensor, label: Tensor, background_index: int, ignore_index: int
 ) -> tuple[Tensor, Tensor]:
-    """Prediction and label in the label space without the background class.
-
-    Args:
-        scores: Class scores (C, H, W) of a model with a background class.
-        label: Labels (H, W) in [0, C) or ``ignore_index``.
-        background_index: The background class.
-        ignore_index: Label value of ignored pixels.
-
-    Returns:
-        ``(pred, label)``, both (H, W) in [0, C - 1): the argmax over the C - 1 object classes,
-        and the label with classes above the background shifted down by one and background
-        pixels set to ``ignore_index``.
-    """
+    """Prediction and label (H, W) without the background class: the argmax of the scores
+    (C, H, W) over the C - 1 object classes, and the label with the classes above background
+    shifted down by one and background pixels set to ``ignore_index``."""
     num_classes = scores.shape[0]
     keep = [c for c in range(num_classes) if c != background_index]
     pred = scores[keep].argmax(dim=0)  # (C - 1, H, W) -> (H, W)
@@ -57,16 +35,9 @@ def objects_only(
 
 @METRICS.register_module()
 class ContextIoUMetric(IoUMetric):
-    """``IoUMetric`` plus the metrics without the background class, from the same predictions.
-
-    Args:
-        background_index: Index of the background class (0 in mmseg's PASCAL Context).
-        **kwargs: Passed to ``IoUMetric`` (``iou_metrics``, ``ignore_index``, ...).
-
-    Metric names: the ``IoUMetric`` ones (``aAcc``, ``mIoU``, ``mAcc``, ...) over all classes,
-    and the same names with the number of object classes appended (``aAcc59``, ``mIoU59``,
-    ``mAcc59`` for Context) for the background-free evaluation described in the module doc.
-    """
+    """``IoUMetric`` (``aAcc``, ``mIoU``, ... over all classes) plus the same metrics without
+    the class ``background_index`` (:func:`objects_only`), named with the number of object
+    classes appended (``mIoU59`` for Context). ``**kwargs`` go to ``IoUMetric``."""
 
     def __init__(self, background_index: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -90,25 +61,17 @@ class ContextIoUMetric(IoUMetric):
                 )
             pred = sample["pred_sem_seg"]["data"].squeeze(0)  # (H, W)
             label = sample["gt_sem_seg"]["data"].squeeze(0).to(pred)
-            pred_obj, label_obj = objects_only(
-                scores, label, self.background_index, self.ignore_index
-            )
+            objects = objects_only(scores, label, self.background_index, self.ignore_index)
+            every = self.intersect_and_union(pred, label, num_classes, self.ignore_index)
             self.results.append(
-                (
-                    self.intersect_and_union(pred, label, num_classes, self.ignore_index),
-                    self.intersect_and_union(
-                        pred_obj, label_obj, num_classes - 1, self.ignore_index
-                    ),
-                )
+                (every, self.intersect_and_union(*objects, num_classes - 1, self.ignore_index))
             )
 
     def compute_metrics(self, results: list) -> dict[str, float]:
         """mmseg's metrics over all classes, then the object-class ones (suffix C - 1)."""
         metrics = super().compute_metrics([every for every, _ in results])
         totals = [sum(parts) for parts in zip(*(objects for _, objects in results))]
-        per_class = self.total_area_to_metrics(
-            *totals, self.metrics, self.nan_to_num, self.beta
-        )  # fmt: skip
+        per_class = self.total_area_to_metrics(*totals, self.metrics, self.nan_to_num, self.beta)
         suffix = str(len(self.dataset_meta["classes"]) - 1)
         for key, value in per_class.items():
             name = key if key == "aAcc" else f"m{key}"

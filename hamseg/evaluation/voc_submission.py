@@ -1,18 +1,6 @@
-"""PASCAL VOC 2012 test-server submission: palette PNGs in the comp6 folder, packed as tar.gz.
-
-The paper's headline VOC number (85.9 mIoU, Table 4) is a *test* result: the 1,456 test images
-have no public labels, so it only exists as a submission to the VOC evaluation server. The
-server takes an archive holding ``results/VOC2012/Segmentation/comp6_test_cls/<image id>.png``:
-one indexed ("P" mode) PNG per image, with the VOC colour map, at the image's original size,
-pixel values the class indices 0..20. ``comp6`` is the segmentation competition with training
-data beyond VOC (the recipes train on SBD too); ``comp5`` would be VOC data only.
-
-mmseg's ``IoUMetric(format_only=True, output_dir=...)`` is the prediction-only mechanism this
-builds on: every rank writes its predictions in ``process`` while testing. What it lacks for the
-server, :class:`VOCSubmissionMetric` adds: the VOC palette, the comp6 folder layout, an atomic
-write (a padded duplicate sample of the distributed sampler may be written by two ranks), and the
-archive, packed in ``compute_metrics``, which mmengine calls on rank 0 only after the results of
-all ranks are collected (so after every rank has written its PNGs).
+"""PASCAL VOC 2012 test-server submission (paper Table 4: 85.9 mIoU is a test result):
+indexed PNGs with the VOC palette in the comp5/comp6 folder, packed as tar.gz by rank 0 once
+every rank has written its own (docs/recipes.md, "VOC 2012 test server").
 """
 
 from __future__ import annotations
@@ -37,18 +25,9 @@ SUBMISSION_FOLDER = "results/VOC2012/Segmentation/{task}_test_cls"
 
 
 def voc_palette(num_colors: int = 256) -> list[int]:
-    """The VOC devkit's colour map (VOClabelcolormap.m) as a flat PIL palette [r, g, b, ...].
-
-    Colour of index i: the bits of i, three at a time (one to each of r, g, b), are written from
-    the most significant bit of each channel downwards. Index 0 is black, 255 (void) is
-    (224, 224, 192); the first 21 colours are mmseg's ``PascalVOCDataset`` palette.
-
-    Args:
-        num_colors: Number of palette entries (256 for a full PNG palette).
-
-    Returns:
-        ``3 * num_colors`` integers in [0, 255].
-    """
+    """The VOC devkit's colour map (VOClabelcolormap.m) as a flat PIL palette [r, g, b, ...] of
+    ``num_colors`` entries: the bits of i, three at a time (one to each of r, g, b), from each
+    channel's most significant bit down (0 black, 255 void (224, 224, 192))."""
     palette = []
     for index in range(num_colors):
         rgb, value = [0, 0, 0], index
@@ -60,32 +39,10 @@ def voc_palette(num_colors: int = 256) -> list[int]:
     return palette
 
 
-def write_palette_png(label: np.ndarray, path: str) -> None:
-    """Write class indices (H, W) as an indexed PNG with the VOC palette, atomically."""
-    image = Image.fromarray(label.astype(np.uint8))  # mode "L" ...
-    image.putpalette(voc_palette())  # ... becomes "P", values kept
-    partial = f"{path}.part{get_rank()}"
-    image.save(partial, format="PNG")
-    os.replace(partial, path)
-
-
 def pack_submission(output_dir: str, ids: Sequence[str], task: str, archive: str) -> str:
-    """Pack ``<output_dir>/results/.../<id>.png`` of ``ids`` into a tar.gz for the server.
-
-    Only the listed ids go into the archive (PNGs left in the folder by an earlier run do not).
-
-    Args:
-        output_dir: Root holding the ``results/`` tree.
-        ids: Image ids, in the order of the test split.
-        task: 'comp6' (extra training data) or 'comp5' (VOC data only).
-        archive: Archive file name, relative to ``output_dir`` unless absolute.
-
-    Returns:
-        The archive's path.
-
-    Raises:
-        FileNotFoundError: A prediction of a listed id is missing (naming the first).
-    """
+    """Pack the ``<output_dir>/results/.../<id>.png`` of exactly ``ids`` (not PNGs left by an
+    earlier run) into ``archive`` (relative to ``output_dir`` unless absolute); returns its path.
+    FileNotFoundError names the first listed prediction that is missing."""
     folder = SUBMISSION_FOLDER.format(task=task)
     path = archive if osp.isabs(archive) else osp.join(output_dir, archive)
     partial = f"{path}.part"
@@ -104,18 +61,15 @@ class VOCSubmissionMetric(IoUMetric):
     """Write the VOC 2012 test-server submission (and, with labels, evaluate as IoUMetric).
 
     Every rank writes ``<output_dir>/results/VOC2012/Segmentation/<task>_test_cls/<id>.png``
-    for each image it predicts (indexed PNG, VOC palette, original size, values 0..20); rank 0
-    then packs them into ``<output_dir>/<archive>`` and logs where it is.
+    (indexed, VOC palette, original size, values 0..20, atomically); rank 0 packs them into
+    ``<output_dir>/<archive>`` (None: no archive) and logs where it is.
 
     Args:
         output_dir: Root of the submission (``tools/test.py --out`` sets it too).
-        format_only: True for the label-free test split (mmseg's meaning: only write the
-            results). False also computes the IoU metrics from the labels, e.g. to check the
-            writer on the val split.
+        format_only: True for the label-free test split; False also computes IoU from labels.
         task: 'comp6' (trained with data beyond VOC, such as SBD: the recipes) or 'comp5'.
-        archive: Archive name (relative to ``output_dir``) or path; None writes no archive.
-        **kwargs: Passed to ``IoUMetric`` (``iou_metrics``, ``ignore_index``, ...; mmseg's
-            ``keep_results`` from ``tools/test.py --out`` is accepted and ignored).
+        archive: Archive name (relative to ``output_dir``) or path.
+        **kwargs: ``IoUMetric`` arguments (mmseg's ``keep_results`` is accepted and ignored).
 
     Raises:
         ValueError: No ``output_dir``, or an unknown ``task``.
@@ -140,9 +94,7 @@ class VOCSubmissionMetric(IoUMetric):
             raise ValueError(f"task must be one of {self.TASKS}, got {task!r}")
         # IoUMetric would write plain PNGs into output_dir itself: it gets none.
         super().__init__(output_dir=None, format_only=format_only, **kwargs)
-        self.output_dir = output_dir
-        self.task = task
-        self.archive = archive
+        self.output_dir, self.task, self.archive = output_dir, task, archive
         self.folder = osp.join(output_dir, SUBMISSION_FOLDER.format(task=task))
 
     def process(self, data_batch: Any, data_samples: Sequence[dict]) -> None:
@@ -158,7 +110,11 @@ class VOCSubmissionMetric(IoUMetric):
                     f"prediction of {image_id} is {tuple(pred.shape)}, not the image's size "
                     f"{ori_shape[:2]}: the server needs predictions at the original size"
                 )
-            write_palette_png(pred.cpu().numpy(), osp.join(self.folder, f"{image_id}.png"))
+            image = Image.fromarray(pred.cpu().numpy().astype(np.uint8))  # mode "L" ...
+            image.putpalette(voc_palette())  # ... becomes "P", values kept
+            path = osp.join(self.folder, f"{image_id}.png")
+            image.save(f"{path}.part{get_rank()}", format="PNG")  # atomic: padded duplicates
+            os.replace(f"{path}.part{get_rank()}", path)  # of the sampler meet on two ranks
             areas = None
             if not self.format_only:
                 label = sample["gt_sem_seg"]["data"].squeeze(0).to(pred)
