@@ -44,21 +44,15 @@ GET_VOC_TEST = (
     "extract it with `tar -xf VOC2012test.tar -C data/` (it adds VOCdevkit/VOC2012/JPEGImages "
     "and ImageSets/Segmentation/test.txt; data/README.md)"
 )
-#: mmcv/mmseg loading transform -> hamseg's checked drop-in (same arguments and outputs).
+#: mmcv/mmseg loader -> hamseg's checked drop-in (same arguments), and what the scan reads of it.
 UPGRADES = {
-    "LoadImageFromFile": CheckedLoadImageFromFile,
-    "LoadAnnotations": CheckedLoadAnnotations,
-}
-#: The loaders of images and of labels, and the arguments the scan takes from them.
-_LOADERS = {
-    "image": (("LoadImageFromFile", "CheckedLoadImageFromFile"), ("imdecode_backend",)),
-    "label": (("LoadAnnotations", "CheckedLoadAnnotations"), ("imdecode_backend", "ignore_index")),
+    "LoadImageFromFile": (CheckedLoadImageFromFile, ("imdecode_backend",)),
+    "LoadAnnotations": (CheckedLoadAnnotations, ("imdecode_backend", "ignore_index")),
 }
 
 
 class DatasetNotFoundError(FileNotFoundError):
-    """A dataset folder or split file named by the config does not exist, or a split without
-    labels is asked for them."""
+    """A dataset folder or split file does not exist, or a split without labels needs them."""
 
 
 class ClassCountError(ValueError):
@@ -80,7 +74,7 @@ def _upgrade(node: Any, num_classes: Optional[int], ignore_index: int, done: lis
     else:  # a class (pure-Python configs) of mmcv or mmseg
         name = getattr(kind, "__name__", "")
         name = name if getattr(kind, "__module__", "").split(".")[0] in ("mmcv", "mmseg") else ""
-        new = UPGRADES.get(name)
+        new = UPGRADES.get(name, (None,))[0]
     if name == "CheckedLoadAnnotations" and node.get("num_classes") is None and num_classes:
         node.update(num_classes=num_classes, ignore_index=node.get("ignore_index", ignore_index))
         done.append(f"CheckedLoadAnnotations(num_classes={num_classes}, from the decode head)")
@@ -94,18 +88,15 @@ def _upgrade(node: Any, num_classes: Optional[int], ignore_index: int, done: lis
     elif name == "LoadImageFromFile":
         node["type"] = new
         done.append(f"{name} -> Checked{name}")
-    elif name not in _LOADERS["label"][0]:
+    elif name != "CheckedLoadAnnotations":
         for value in node.values():
             _upgrade(value, num_classes, ignore_index, done)
 
 
 def use_checked_loaders(cfg: Config, splits: Optional[Sequence[str]] = None) -> list[str]:
-    """Make the splits' pipelines (default: all) load with the checked drop-ins, in place.
-
-    Same arguments; the label loader (and a ``CheckedLoadAnnotations`` without ``num_classes``)
-    gets the decode head's ``num_classes`` / ``ignore_index``, else the dataset's class count and
-    255, else stays mmseg's. Logs one info line; returns '<split>: <old> -> <new>(...)' entries.
-    """
+    """Make the splits' pipelines (default: all) load with the checked drop-ins (same arguments;
+    the label loader gets the decode head's ``num_classes`` / ``ignore_index``, else the dataset's
+    class count and 255, else stays mmseg's), in place; one info line; '<split>: <change>'s."""
     head = next((head for _, head in heads(cfg.get("model"))), None)
     replaced: list[str] = []
     for split, dataset_cfg in split_datasets(cfg, splits):
@@ -161,8 +152,7 @@ def prepare_hint(dataset_cfg: dict, path: str) -> str:
 
 
 def is_label_free(dataset_cfg: dict) -> bool:
-    """True for a split without labels (VOC 2012 test): a ``data_prefix`` without seg_map_path
-    (mmseg's default ``data_prefix`` means labels at ``data_root``)."""
+    """A split without labels (VOC 2012 test): a ``data_prefix`` given without seg_map_path."""
     prefix = dataset_cfg.get("data_prefix")
     return isinstance(prefix, dict) and "seg_map_path" not in prefix
 
@@ -187,13 +177,9 @@ def _missing_paths(dataset_cfg: dict) -> list[str]:
 
 def check_dataset_paths(cfg: Config, splits: Optional[Sequence[str]] = None) -> None:
     """:func:`use_checked_loaders`, then every dataset folder and split file of the splits
-    (default: all) must exist, then :func:`check_num_classes` and :func:`check_label_free_splits`.
-
-    Raises:
-        DatasetNotFoundError: Naming the missing paths of the first dataset with one and the
-            command that prepares it (VOC 2012 test: where to download it).
-        ClassCountError: From :func:`check_num_classes`.
-    """
+    (default: all) must exist (else :class:`DatasetNotFoundError` naming the missing paths of
+    the first dataset with one and the command that prepares it), then
+    :func:`check_num_classes` and :func:`check_label_free_splits`."""
     use_checked_loaders(cfg, splits)
     for split, dataset_cfg in split_datasets(cfg, splits):
         missing = _missing_paths(dataset_cfg)
@@ -227,9 +213,8 @@ def check_label_free_splits(cfg: Config, splits: Optional[Sequence[str]] = None)
             continue
         where = f"{split}_dataloader ({dataset_cfg.get('type', 'dataset')}) has no labels"
         where += " (data_prefix without seg_map_path)"
-        loads = sorted(
-            set(transform_types(dataset_cfg.get("pipeline", []))) & {*_LOADERS["label"][0]}
-        )
+        loads = set(transform_types(dataset_cfg.get("pipeline", [])))
+        loads = sorted(loads & {"LoadAnnotations", "CheckedLoadAnnotations"})
         if loads:
             raise DatasetNotFoundError(
                 f"{where} but its pipeline loads them ({', '.join(loads)}; with --tta the "
@@ -280,8 +265,8 @@ def check_num_classes(cfg: Config, splits: Optional[Sequence[str]] = None) -> No
 
 @dataclass
 class DatasetReport:
-    """A split's scan: samples checked, one message per bad file (naming it), and ``same_as``:
-    the earlier split with the same datasets (not read again)."""
+    """A split's scan: one message per bad file (naming it); ``same_as``: the earlier split with
+    the same datasets (not read again)."""
 
     split: str
     num_samples: int
@@ -300,21 +285,10 @@ class DatasetReport:
 def validate_splits(
     cfg: Config, splits: Optional[Sequence[str]] = None, workers: int = 1, progress: bool = True
 ) -> list[DatasetReport]:
-    """:func:`check_dataset_paths`, then every sample of the splits through the checked loaders.
-
-    Args:
-        cfg: The run's config.
-        splits: Which of 'train', 'val', 'test'; default: every split the config defines. A split
-            whose datasets equal an earlier one's is not read again (``same_as``).
-        workers: Processes reading files.
-        progress: A tqdm progress bar per split (on stderr).
-
-    Returns:
-        One report per split, in split order.
-
-    Raises:
-        DatasetNotFoundError: Also when the config has no dataloader for a split asked for.
-    """
+    """:func:`check_dataset_paths`, then every sample of the splits (default: all the config
+    defines) through the checked loaders in ``workers`` processes: one report per split, in split
+    order (a split with an earlier one's datasets is not read again). Raises as
+    :func:`check_dataset_paths`, and :class:`DatasetNotFoundError` for a split not defined."""
     defined = defined_splits(cfg)
     missing = [s for s in splits or () if s not in defined]
     if missing or not defined:
@@ -340,13 +314,6 @@ def validate_splits(
     return reports
 
 
-def validate_dataset(
-    cfg: Config, split: str = "train", workers: int = 1, progress: bool = True
-) -> DatasetReport:
-    """The report of :func:`validate_splits` for one split."""
-    return validate_splits(cfg, (split,), workers, progress)[0]
-
-
 def _check_sample(item: tuple[CheckedLoadImageFromFile, CheckedLoadAnnotations, dict]) -> list:
     """The messages of one sample's image and label loaders."""
     problems, results = [], dict(item[2])
@@ -366,16 +333,17 @@ def _check_samples(cfg: Config, split: str, workers: int, progress: bool) -> Dat
     items = []
     for _, dataset_cfg in split_datasets(cfg, (split,)):
         dataset_cfg = copy.deepcopy(dict(dataset_cfg))
-        found = {"image": {}, "label": {"ignore_index": head.get("ignore_index", 255)}}
+        found = {"LoadImageFromFile": {}, "LoadAnnotations": {}}
+        found["LoadAnnotations"]["ignore_index"] = head.get("ignore_index", 255)
         for step in dataset_cfg.get("pipeline") or []:
-            for what, (names, keys) in _LOADERS.items():
-                if str(step.get("type", "")).split(".")[-1] in names:
-                    found[what].update({k: v for k, v in step.items() if k in keys})
+            name = str(step.get("type", "")).split(".")[-1].removeprefix("Checked")
+            if name in UPGRADES:
+                found[name].update({k: v for k, v in step.items() if k in UPGRADES[name][1]})
         dataset = DATASETS.build(dict(dataset_cfg, pipeline=[], lazy_init=False))
         args = {"backend_args": dataset_cfg.get("backend_args")}
-        load_image = CheckedLoadImageFromFile(**args, **found["image"])
+        load_image = CheckedLoadImageFromFile(**args, **found["LoadImageFromFile"])
         num_classes = len(dataset.metainfo["classes"])
-        load_label = CheckedLoadAnnotations(num_classes, **args, **found["label"])
+        load_label = CheckedLoadAnnotations(num_classes, **args, **found["LoadAnnotations"])
         items += [(load_image, load_label, dataset.get_data_info(i)) for i in range(len(dataset))]
     found = map_with_progress(
         _check_sample, items, workers, f"checking {split} samples", "sample", progress

@@ -21,7 +21,6 @@ from tqdm import tqdm
 
 #: Version of the design; bumped whenever the same options would draw different images.
 DESIGN_VERSION = 1
-
 #: RGB colour of each team's flag, in class order (class ``1 + t`` is team ``t``).
 TEAM_COLOURS: tuple[tuple[int, int, int], ...] = ((215, 45, 45), (40, 170, 70), (50, 95, 225))
 #: Class names, index = label value in the ann_dir PNGs.
@@ -42,9 +41,8 @@ DIRS = ("img_dir", "ann_dir")
 
 @dataclass
 class ContextShapesConfig:
-    """Options of the generator: image side (pixels), images per split, seed, players per
-    image, flag band width and players' radius range (fractions of ``size``), and whether the
-    flag band gets its own class (``<colour> flag``) or is background."""
+    """Generator options (sizes in pixels or fractions of ``size``); ``label_flags``: the flag
+    band gets its own class (``<colour> flag``), else it is background."""
 
     size: int = 128
     num_train: int = 400
@@ -84,55 +82,34 @@ def _shape_mask(shape: str, cx: float, cy: float, r: float, size: int) -> np.nda
 def flag_region(side: str, size: int, flag_frac: float) -> tuple[slice, slice]:
     """(rows, cols) slices of the flag band on ``side``."""
     w = max(2, int(round(size * flag_frac)))
-    full = slice(0, size)
-    return {
-        "left": (full, slice(0, w)),
-        "right": (full, slice(size - w, size)),
-        "top": (slice(0, w), full),
-        "bottom": (slice(size - w, size), full),
-    }[side]
+    band = slice(0, w) if side in ("left", "top") else slice(size - w, size)
+    return (slice(0, size), band) if side in ("left", "right") else (band, slice(0, size))
 
 
 def draw_sample(
     rng: np.random.Generator, cfg: ContextShapesConfig, team: Optional[int] = None
 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """Draw one image, its label map and a description of what was drawn.
-
-    Args:
-        rng: Source of randomness (consumed).
-        cfg: Generator options.
-        team: Force this team instead of drawing one; the same random numbers are consumed, so
-            only the flag's colour and the players' class change (the cue alone decides).
-
-    Returns:
-        ``(img, label, meta)``: RGB uint8 (size, size, 3); uint8 labels (size, size), ``1 + team``
-        on every player; meta with ``team``, ``side`` and the ``objects`` drawn.
-    """
+    """``(img, label, meta)``: RGB uint8 (size, size, 3), uint8 labels (``1 + team`` on every
+    player) and ``team``, ``side`` and the ``objects`` drawn. A forced ``team`` consumes the same
+    random numbers: only the flag's colour and the players' class change (the cue decides)."""
     size = cfg.size  # background: a random base colour, low-frequency blobs, pixel noise
     base = rng.uniform(70, 130) + rng.uniform(-12, 12, size=3)
     low = rng.normal(0.0, 14.0, size=(6, 6, 3)).astype(np.float32)
     low = cv2.resize(low, (size, size), interpolation=cv2.INTER_CUBIC)
     img = base[None, None, :] + low + rng.normal(0.0, 5.0, size=(size, size, 3))
     label = np.zeros((size, size), np.uint8)
-
     drawn_team = int(rng.integers(len(TEAM_COLOURS)))
     team = drawn_team if team is None else int(team)
     side = SIDES[int(rng.integers(len(SIDES)))]
     rows, cols = flag_region(side, size, cfg.flag_frac)
     flag_rgb = np.asarray(TEAM_COLOURS[team], np.float64) + rng.uniform(-15, 15, size=3)
-    fh = rows.stop - rows.start
-    fw = cols.stop - cols.start
-    img[rows, cols] = flag_rgb + rng.normal(0.0, 6.0, size=(fh, fw, 3))
+    band = (rows.stop - rows.start, cols.stop - cols.start, 3)
+    img[rows, cols] = flag_rgb + rng.normal(0.0, 6.0, size=band)
     if cfg.label_flags:
         label[rows, cols] = 1 + len(TEAM_COLOURS) + team
-
-    h = size // 2  # players go into the half opposite the flag: (x0, y0, x1, y1)
-    x0, y0, x1, y1 = {
-        "left": (h, 0, size, size),
-        "right": (0, 0, size - h, size),
-        "top": (0, h, size, size),
-        "bottom": (0, 0, size, size - h),
-    }[side]
+    h = size // 2  # players go into the half opposite the flag
+    x0, y0 = (h if side == "left" else 0), (h if side == "top" else 0)
+    x1, y1 = (size - h if side == "right" else size), (size - h if side == "bottom" else size)
     n = int(rng.integers(cfg.min_objects, cfg.max_objects + 1))
     rmin, rmax = cfg.object_frac[0] * size, cfg.object_frac[1] * size
     objects: list[dict[str, Any]] = []
@@ -213,8 +190,7 @@ def generate_context_shapes(
 
 @DATASETS.register_module()
 class ContextShapesDataset(BaseSegDataset):
-    """The generated Context Shapes dataset: ``BaseSegDataset`` with ``.png`` images and label
-    maps; label 0 (background) is a real class."""
+    """The generated dataset: ``.png`` images and label maps; 0 (background) is a real class."""
 
     METAINFO = dict(classes=CLASSES, palette=PALETTE)
 

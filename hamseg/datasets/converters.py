@@ -11,7 +11,7 @@ import json
 import os
 import os.path as osp
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Optional
@@ -29,18 +29,17 @@ TRAINAUG_LEN, VOC_TRAIN_LEN = 10582, 1464
 #: The 59 Context classes as ids of the 459-label set (labels.txt numbering); sorted by id, which
 #: is also mmseg's ``PascalContextDataset59`` class order.
 CONTEXT59: tuple[tuple[int, str], ...] = (
-    (2, "aeroplane"), (9, "bag"), (18, "bed"), (19, "bedclothes"), (22, "bench"),
-    (23, "bicycle"), (25, "bird"), (31, "boat"), (33, "book"), (34, "bottle"),
-    (44, "building"), (45, "bus"), (46, "cabinet"), (59, "car"), (65, "cat"),
-    (68, "ceiling"), (72, "chair"), (80, "cloth"), (85, "computer"), (98, "cow"),
-    (104, "cup"), (105, "curtain"), (113, "dog"), (115, "door"), (144, "fence"),
-    (158, "floor"), (159, "flower"), (162, "food"), (187, "grass"), (189, "ground"),
+    (2, "aeroplane"), (9, "bag"), (18, "bed"), (19, "bedclothes"), (22, "bench"), (23, "bicycle"),
+    (25, "bird"), (31, "boat"), (33, "book"), (34, "bottle"), (44, "building"), (45, "bus"),
+    (46, "cabinet"), (59, "car"), (65, "cat"), (68, "ceiling"), (72, "chair"), (80, "cloth"),
+    (85, "computer"), (98, "cow"), (104, "cup"), (105, "curtain"), (113, "dog"), (115, "door"),
+    (144, "fence"), (158, "floor"), (159, "flower"), (162, "food"), (187, "grass"), (189, "ground"),
     (207, "horse"), (220, "keyboard"), (232, "light"), (258, "motorbike"), (259, "mountain"),
     (260, "mouse"), (284, "person"), (295, "plate"), (296, "platform"), (308, "pottedplant"),
     (324, "road"), (326, "rock"), (347, "sheep"), (349, "shelves"), (354, "sidewalk"),
-    (355, "sign"), (360, "sky"), (366, "snow"), (368, "sofa"), (397, "table"),
-    (415, "track"), (416, "train"), (420, "tree"), (424, "truck"), (427, "tvmonitor"),
-    (440, "wall"), (445, "water"), (454, "window"), (458, "wood"),
+    (355, "sign"), (360, "sky"), (366, "snow"), (368, "sofa"), (397, "table"), (415, "track"),
+    (416, "train"), (420, "tree"), (424, "truck"), (427, "tvmonitor"), (440, "wall"),
+    (445, "water"), (454, "window"), (458, "wood"),
 )  # fmt: skip
 NUM_FULL_LABELS = 459  # labels of the full PASCAL Context label set
 
@@ -160,17 +159,17 @@ def to_context60(label_map: np.ndarray, lut: np.ndarray) -> np.ndarray:
     return lut[label_map.astype(np.int64)]
 
 
-def check_labels(names: Mapping[int, str]) -> None:
-    """ValueError listing every id of :data:`CONTEXT59` that ``labels.txt`` (``names``) names
-    otherwise (spaces, dashes and case ignored)."""
-
-    def norm(s: str) -> str:
-        return re.sub(r"[\s_-]", "", s.lower())
-
+def check_labels(path: str) -> None:
+    """ValueError listing every id of :data:`CONTEXT59` that the release's ``labels.txt``
+    (lines ``<id>: <name>``) names otherwise (spaces, dashes and case ignored)."""
+    with open(path) as f:
+        lines = [re.match(r"\s*(\d+)\s*:\s*(.+?)\s*$", line) for line in f]
+    names = {int(m.group(1)): m.group(2) for m in lines if m}
+    squash = re.compile(r"[\s_-]").sub
     bad = [
         f"{i}: expected {n!r}, labels.txt has {names.get(i)!r}"
         for i, n in CONTEXT59
-        if norm(names.get(i, "")) != norm(n)
+        if squash("", names.get(i, "").lower()) != squash("", n.lower())
     ]
     if bad:
         raise ValueError(
@@ -205,9 +204,7 @@ def read_split(json_path: str, voc2010: str) -> tuple[list[str], list[str], str]
 
 @dataclass
 class ContextConversion:
-    """What :func:`convert_pascal_context` did: the PNG and ``.mat`` folders, the ``labels.txt``
-    the ids were checked against (if any), the split's source, the ids converted per split and
-    the ids of the split without a ``.mat`` (left out)."""
+    """What :func:`convert_pascal_context` did (``missing``: split ids without a .mat, left out)."""
 
     out_dir: str
     mat_dir: str
@@ -238,8 +235,7 @@ def convert_pascal_context(
     out_dir = out_dir or osp.join(voc2010, "SegmentationClassContext")
     candidates = [mat_dir, json_path if osp.isdir(json_path) else None]
     candidates += [osp.join(osp.dirname(json_path), "trainval"), osp.join(voc2010, "trainval")]
-    found = (p for p in candidates if p and osp.isdir(p) and _mats(p))
-    mat_dir = next(found, None)
+    mat_dir = next((p for p in candidates if p and osp.isdir(p) and _mats(p)), None)
     if mat_dir is None:
         raise FileNotFoundError(
             "PASCAL Context label maps (.mat) not found in "
@@ -254,9 +250,7 @@ def convert_pascal_context(
         labels = next((p for p in near if osp.isfile(p)), None)
     checked = labels if labels and label_check else None
     if checked:
-        with open(checked) as f:
-            lines = [re.match(r"\s*(\d+)\s*:\s*(.+?)\s*$", line) for line in f]
-        check_labels({int(m.group(1)): m.group(2) for m in lines if m})
+        check_labels(checked)
     train, val, source = read_split(json_path, voc2010)
     available = set(_mats(mat_dir))
     splits, missing = {}, {}
@@ -265,8 +259,9 @@ def convert_pascal_context(
         missing[name] = [i for i in ids if i not in available]
     os.makedirs(out_dir, exist_ok=True)
     work = partial(_mat_to_png, mat_dir=mat_dir, out_dir=out_dir, sbd=False)
-    todo = splits["train"] + splits["val"]
-    map_with_progress(work, todo, nproc, "Context .mat -> PNG", chunksize=32)
+    map_with_progress(
+        work, splits["train"] + splits["val"], nproc, "Context .mat -> PNG", chunksize=32
+    )
     for name, ids in splits.items():
         _write_list(osp.join(voc2010, "ImageSets", "SegmentationContext", f"{name}.txt"), ids)
     return ContextConversion(out_dir, mat_dir, checked, source, splits, missing)

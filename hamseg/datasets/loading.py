@@ -22,10 +22,8 @@ from hamseg.utils.messages import first_items
 
 
 class InvalidSampleError(ValueError):
-    """An image or label file is missing, unreadable, corrupt or inconsistent.
-
-    Built from its message alone, so it keeps its type when a DataLoader worker re-raises it.
-    """
+    """An image or label file is missing, unreadable, corrupt or inconsistent (built from its
+    message alone: it keeps its type when a DataLoader worker re-raises it)."""
 
 
 def _jpeg_cut(data: bytes) -> bool:
@@ -45,10 +43,19 @@ def _jpeg_cut(data: bytes) -> bool:
     return pos + 4 > len(data)  # headers cut; a malformed header is left to the decoder
 
 
-def _read(
-    path: str, what: str, flag: str, backend: str, backend_args: Optional[dict]
+def read_image(
+    path: str,
+    color_type: str = "color",
+    backend: str = "cv2",
+    backend_args: Optional[dict] = None,
+    what: str = "image",
 ) -> np.ndarray:
-    """Read ``path`` once and decode it once with mmcv, or raise :class:`InvalidSampleError`."""
+    """Read an image as mmcv's ``LoadImageFromFile`` does (BGR (H, W[, C])), decoding it once.
+
+    ``color_type`` and ``backend`` are mmcv's flag and decoder, ``backend_args`` mmengine's file
+    backend arguments. Raises :class:`InvalidSampleError` naming the ``what`` file when it is
+    missing, unreadable, empty, truncated (JPEG) or undecodable.
+    """
     try:
         data = fileio.get(path, backend_args=backend_args)
     except FileNotFoundError:
@@ -65,7 +72,7 @@ def _read(
     reason, level = "", cv2.utils.logging.getLogLevel()
     cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)  # we say it in one line
     try:
-        array = mmcv.imfrombytes(data, flag=flag, backend=backend)
+        array = mmcv.imfrombytes(data, flag=color_type, backend=backend)
     except Exception as err:  # decoders raise anything from OSError to SyntaxError
         array, reason = None, f": {type(err).__name__}: {err}"
     finally:
@@ -78,23 +85,11 @@ def _read(
     return array
 
 
-def read_image(
-    path: str, color_type: str = "color", backend: str = "cv2", backend_args: Optional[dict] = None
-) -> np.ndarray:
-    """Read an image as mmcv's ``LoadImageFromFile`` does (BGR (H, W[, C])), decoding it once.
-
-    ``color_type`` and ``backend`` are mmcv's flag and decoder, ``backend_args`` mmengine's file
-    backend arguments. Raises :class:`InvalidSampleError` naming a missing, unreadable, empty,
-    truncated (JPEG) or undecodable file.
-    """
-    return _read(path, "image", color_type, backend, backend_args)
-
-
 def read_image_rgb(path: str, backend_args: Optional[dict] = None) -> np.ndarray:
     """Read any common image as 8-bit RGB (H, W, 3) for inference, decoding it once: gray is
     replicated, alpha composited over white, 16-bit or float rescaled; raises as :func:`read_image`.
     """
-    img = _read(path, "image", "unchanged", "cv2", backend_args)
+    img = read_image(path, "unchanged", "cv2", backend_args)
     if img.dtype != np.uint8:
         img = img.astype(np.float64)
         hi = 65535.0 if img.max() > 255 else (1.0 if img.max() <= 1.0 else 255.0)
@@ -112,7 +107,7 @@ def read_label(
 ) -> np.ndarray:
     """Read a label map with its raw values (no uint8 cast; palette PNGs as indices), squeezed
     like mmseg does; raises :class:`InvalidSampleError` as :func:`read_image`."""
-    return _read(path, "label", "unchanged", backend, backend_args).squeeze()
+    return read_image(path, "unchanged", backend, backend_args, "label").squeeze()
 
 
 def label_problems(
@@ -123,14 +118,9 @@ def label_problems(
     label_map: Optional[dict] = None,
     image_shape: Optional[Sequence[int]] = None,
 ) -> tuple[Optional[np.ndarray], list[str]]:
-    """Check a raw label map (:func:`read_label`) and map it to training labels as mmseg does.
-
-    Valid are ``0 .. num_classes - 1`` and ``ignore_index`` after the dataset's
-    ``reduce_zero_label`` and ``label_map``; ``image_shape`` (H, W[, C]): compare sizes.
-
-    Returns:
-        The uint8 training label map (None if there are problems) and the list of problems.
-    """
+    """(uint8 training labels, or None if there are problems; the problems) of a raw label map:
+    valid are ``0 .. num_classes - 1`` and ``ignore_index`` after the dataset's
+    ``reduce_zero_label`` and ``label_map`` (as mmseg maps them); its size is ``image_shape``'s."""
     if raw.ndim != 2:
         return None, [f"a label map must have one channel, but its shape is {tuple(raw.shape)}"]
     problems = []
@@ -167,10 +157,8 @@ def label_problems(
 
 @TRANSFORMS.register_module()
 class CheckedLoadImageFromFile(LoadImageFromFile):
-    """``LoadImageFromFile`` (same arguments) that names a missing, unreadable or corrupt file.
-
-    With ``ignore_empty`` a bad file yields None (mmengine then draws another sample), as in mmcv.
-    """
+    """``LoadImageFromFile`` (same arguments) that names a missing, unreadable or corrupt file
+    (with ``ignore_empty``: None, and mmengine draws another sample, as in mmcv)."""
 
     def transform(self, results: dict) -> Optional[dict]:
         """Load ``results['img_path']`` into ``results['img']``."""
@@ -193,16 +181,10 @@ class CheckedLoadImageFromFile(LoadImageFromFile):
 
 @TRANSFORMS.register_module()
 class CheckedLoadAnnotations(LoadAnnotations):
-    """``LoadAnnotations`` that checks the label map against its image and the class count.
-
-    Args:
-        num_classes: Valid labels are ``0 .. num_classes - 1``. None: the decode head's, filled in
-            by hamseg's tools (:func:`~hamseg.datasets.checks.use_checked_loaders`); left None
-            (mmseg's own tools) every value 0..255 passes and the rest is checked.
-        ignore_index: The label ignored by the loss (mmseg's default 255).
-        **kwargs: ``LoadAnnotations`` arguments (``reduce_zero_label``: default the dataset's;
-            ``backend_args``; ``imdecode_backend``: 'pillow').
-    """
+    """``LoadAnnotations`` (``**kwargs``) that checks the label map against its image and
+    ``num_classes`` / ``ignore_index`` (:func:`label_problems`). ``num_classes`` None: hamseg's
+    tools fill in the decode head's (:func:`~hamseg.datasets.checks.use_checked_loaders`); left
+    None (mmseg's own tools) every value 0..255 passes and the rest is checked."""
 
     def __init__(
         self, num_classes: Optional[int] = None, ignore_index: int = 255, **kwargs: Any
@@ -214,11 +196,9 @@ class CheckedLoadAnnotations(LoadAnnotations):
         self.ignore_index = ignore_index
 
     def _load_seg_map(self, results: dict) -> None:
-        """Load, check and map ``results['seg_map_path']`` into ``results['gt_seg_map']``.
-
-        A sample without ``seg_map_path`` (prediction only: mmseg's ``inference_model`` and
-        ``MMSegInferencer`` remove only ``LoadAnnotations``) passes unchanged.
-        """
+        """Load, check and map ``results['seg_map_path']`` into ``results['gt_seg_map']``; a
+        sample without it passes (prediction only: mmseg's ``inference_model`` and
+        ``MMSegInferencer`` remove only ``LoadAnnotations`` from a test pipeline)."""
         if "seg_map_path" not in results:
             return
         path = results["seg_map_path"]

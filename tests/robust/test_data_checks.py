@@ -26,7 +26,7 @@ from hamseg.datasets.checks import (
     DatasetNotFoundError,
     check_dataset_paths,
     check_num_classes,
-    validate_dataset,
+    validate_splits,
 )
 from hamseg.datasets.loading import CheckedLoadAnnotations, InvalidSampleError, label_problems
 from tests.conftest import REPO, write_tiny_dataset
@@ -270,15 +270,17 @@ def _break_three(data: str) -> None:
 
 def test_validate_dataset_lists_every_problem(data, tmp_path):
     cfg = tiny_cfg(data, str(tmp_path / "w"))
-    assert validate_dataset(cfg, "train", progress=False).problems == []
+    assert validate_splits(cfg, ["train"], progress=False)[0].problems == []
     _break_three(data)
-    report = validate_dataset(cfg, "train", progress=False)
+    report = validate_splits(cfg, ["train"], progress=False)[0]
     problems = report.problems
     assert report.num_samples == 6 and len(problems) == 3
     assert ann(data, 1) in problems[0] and "[3, 4]" in problems[0]
     assert img(data, 2) in problems[1] and "corrupt" in problems[1]
     assert ann(data, 4) in problems[2] and "label size 8x8" in problems[2]
-    assert validate_dataset(cfg, "val", progress=False).summary() == "no problems in 2 val samples"
+    assert (
+        validate_splits(cfg, ["val"], progress=False)[0].summary() == "no problems in 2 val samples"
+    )
 
 
 @pytest.mark.slow
