@@ -14,7 +14,6 @@ import argparse
 import os.path as osp
 import shlex
 import sys
-from typing import Optional
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, ROOT)  # run from a checkout
@@ -26,7 +25,7 @@ from hamseg.apis.demo import HEADS, compare_heads  # noqa: E402
 from hamseg.cli import run_cli  # noqa: E402
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--heads", nargs="+", default=list(HEADS), help="subset of: " + " ".join(HEADS))
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])

@@ -3,9 +3,8 @@
     python tools/convert_release_checkpoint.py RELEASE.pth data/pretrained/hamnet_voc_release.pth
     python tools/test.py configs/ham_voc.py data/pretrained/hamnet_voc_release.pth --tta
 
-The release's names are mapped (hamseg.models.release_weights.RELEASE_HAMNET_RULES) and checked
-1:1 against the model of --config, which loads the result strictly; any mismatch lists the names
-(exit 1). Read with weights_only=True. docs/recipes.md.
+The names are mapped and checked 1:1 against the model of --config, which loads the result
+strictly; a mismatch lists the names (exit 1). docs/recipes.md.
 """
 
 from __future__ import annotations

@@ -3,11 +3,8 @@
     python tools/infer.py IMAGES|FOLDERS|LIST.txt --checkpoint CKPT [--config CFG] [--out-dir D]
     python tools/infer.py IMAGES --config CFG --backend onnxruntime --model model.onnx
 
-Writes <name>_overlay.png per input (--save-label: <name>_label.png too). The config defaults to
-the checkpoint's own; with --backend onnxruntime the exported network runs in ONNX Runtime and
---config alone gives pipeline, classes and palette. Exit 0: all written; 1: some inputs skipped
-(not complete images, missing list entries; one line each); 2: nothing run (missing files, a
-checkpoint or ONNX model that does not fit; one line). docs/demo.md, docs/deploy.md.
+Writes <name>_overlay.png per input (--save-label: <name>_label.png). Exit 0: all written; 1:
+some inputs skipped (one line each); 2: nothing run (one line). docs/demo.md, docs/deploy.md.
 """
 
 from __future__ import annotations
@@ -15,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os.path as osp
 import sys
-from typing import Optional
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))  # run from a checkout
 
@@ -23,12 +19,13 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 
 # isort: split
 from hamseg.apis import init_model  # noqa: E402
+from hamseg.apis.export import use_onnxruntime  # noqa: E402
 from hamseg.apis.images import gather_inputs, segment_images  # noqa: E402
 from hamseg.cli import CLIError, run_cli  # noqa: E402
 from hamseg.utils.errors import require_file  # noqa: E402
 
 
-def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("inputs", nargs="+", help="image files, folders or .txt lists of paths")
     p.add_argument("--checkpoint", help="trained weights (optional with --backend onnxruntime)")
@@ -59,7 +56,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm
 
     args = parse_args(argv)
@@ -72,8 +69,6 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"error: {message}; skipped", file=sys.stderr)
     model = init_model(args.config, args.checkpoint, args.device)  # no checkpoint: no weights
     if args.backend == "onnxruntime":
-        from hamseg.apis.export import use_onnxruntime
-
         names_from = ("checkpoint", args.checkpoint) if args.checkpoint else ("config", args.config)
         model = use_onnxruntime(model, args.model, names_from=names_from)
     root = args.inputs[0] if len(args.inputs) == 1 and osp.isdir(args.inputs[0]) else None

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os.path as osp
 import sys
-from typing import Optional
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))  # run from a checkout
 
@@ -25,7 +24,7 @@ from mmengine.config import DictAction  # noqa: E402
 from hamseg.apis.demo import DEFAULT_DEMO_CONFIG, run_demo  # noqa: E402
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--config", default=DEFAULT_DEMO_CONFIG, help="demo config (configs/demo/*.py)")
     p.add_argument("--data-root", default="data/context_shapes", help="Context Shapes folder")

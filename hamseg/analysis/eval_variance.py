@@ -73,11 +73,8 @@ def hams(model: nn.Module) -> list[MatrixDecomposition2D]:
 
 
 def set_eval_draws(model: nn.Module, seed: int | None, draws: int | None = None) -> None:
-    """Set ``eval_seed`` (and ``eval_draws`` unless None) of every hamseg ham in ``model``.
-
-    Raises:
-        ValueError: The model has no hamseg ham (e.g. mmseg's ``LightHamHead``).
-    """
+    """Set ``eval_seed`` (and ``eval_draws`` unless None) of every hamseg ham in ``model``;
+    ValueError if it has none (e.g. mmseg's ``LightHamHead``)."""
     found = hams(model)
     if not found:
         raise ValueError(
@@ -85,17 +82,13 @@ def set_eval_draws(model: nn.Module, seed: int | None, draws: int | None = None)
             "mmseg's LightHamHead has neither: measure it with random evaluations (--runs)"
         )
     for ham in found:
-        ham.eval_seed = seed
-        ham.eval_draws = ham.eval_draws if draws is None else draws
+        ham.eval_seed, ham.eval_draws = seed, ham.eval_draws if draws is None else draws
 
 
 class Evaluation:
     """One checkpoint's test loop (``metric`` of its evaluator), run again and again on one
-    model built once from ``cfg`` (with ``work_dir`` and ``launcher`` set).
-
-    Raises:
-        CheckpointMismatchError: The checkpoint does not fit the config's model.
-    """
+    model built once from ``cfg`` (``work_dir``, ``launcher`` set); the checkpoint is checked
+    strictly (:class:`~hamseg.apis.CheckpointMismatchError`)."""
 
     def __init__(self, cfg: Config, checkpoint: str, metric: str = "mIoU") -> None:
         cfg.load_from = checkpoint
@@ -120,8 +113,7 @@ class Evaluation:
 def _timed(evaluation: Evaluation, settings: Sequence, progress: bool, set_up) -> list:
     """(value, seconds) of one evaluation per setting, after ``set_up(setting)``; a progress
     bar whose line is ended (it redraws with '\\r' and never ends it itself)."""
-    bar = ProgressBar(len(settings), file=sys.stdout) if progress else None
-    results = []
+    bar, results = ProgressBar(len(settings), file=sys.stdout) if progress else None, []
     for setting in settings:
         set_up(setting)
         start = time.perf_counter()
@@ -129,8 +121,7 @@ def _timed(evaluation: Evaluation, settings: Sequence, progress: bool, set_up) -
         if bar is not None:
             bar.update()
     if bar is not None:
-        bar.file.write("\n")
-        bar.file.flush()
+        print(file=bar.file, flush=True)
     return results
 
 
@@ -146,12 +137,8 @@ def evaluate_repeatedly(
 def seed_sweep(
     evaluation: Evaluation, seeds: Sequence[int], draws: Sequence[int] = (1,), progress: bool = True
 ) -> list[SweepRow]:
-    """One timed evaluation per ``eval_seed`` and ensemble size K (``eval_draws``); per seed the
-    K values run one after another (their times side by side). One :class:`SweepRow` per K.
-
-    Raises:
-        ValueError: The model has no hamseg ham.
-    """
+    """One timed evaluation per ``eval_seed`` and ensemble size K (``eval_draws``; per seed the
+    K values one after another: their times side by side); a :class:`SweepRow` per K."""
     settings = [(seed, k) for seed in seeds for k in draws]
     results = _timed(evaluation, settings, progress, lambda s: set_eval_draws(evaluation.model, *s))
     rows = []

@@ -1,11 +1,6 @@
-"""The paper's analyses of the features before (Z) and after (Y) the Hamburger (Sec. 4 / App.):
-the singular-value spectrum (Fig. 5) and the feature maps (Fig. 6), read by a forward hook.
-
-Spectrum: per image, the accumulative ratio of the squared largest r singular values of the
-C x HW unfolding, r = 1 .. max_rank, mean and std over the images. Feature maps: per image, the
-prediction, the first three principal components of Z and Y as RGB, and the channels the
-Hamburger changes most (largest mean |Y - Z| / |Z|). docs/demo.md shows both on the demo.
-"""
+"""The paper's analyses of the features before (Z) and after (Y) the Hamburger (Sec. 4 / App.),
+read by a forward hook: the singular-value spectrum of the C x HW unfoldings (Fig. 5) and the
+feature maps (Fig. 6). docs/demo.md shows both on the demo."""
 
 from __future__ import annotations
 
@@ -55,16 +50,13 @@ def capture_features(
     store: dict[str, Tensor] = {}
 
     def hook(_m: nn.Module, inputs: tuple, output: Tensor) -> None:
-        store["z"], store["y"] = (
-            inputs[0].detach()[0].float().cpu(),
-            output.detach()[0].float().cpu(),
-        )
+        store.update(z=inputs[0].detach()[0].float().cpu(), y=output.detach()[0].float().cpu())
 
     handle = get_module(model, module_name).register_forward_hook(hook)
     try:
         for path in tqdm(paths, desc="features", unit="img", disable=not progress):
             img = read_image_rgb(path)
-            pred = predict_label(model, img)
+            pred = predict_label(model, img)  # the hook fills the store
             yield path, img, store["z"], store["y"], pred
     finally:
         handle.remove()
@@ -76,6 +68,15 @@ def cumulative_energy(feat: Tensor, max_rank: int) -> np.ndarray:
     s2 = torch.linalg.svdvals(feat.reshape(feat.shape[0], -1).double()).pow(2)
     ratio = (s2.cumsum(0) / s2.sum().clamp_min(1e-12)).numpy()[:max_rank]
     return np.concatenate([ratio, np.ones(max_rank - len(ratio))])
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def compute_spectra(
@@ -94,11 +95,7 @@ def write_spectrum(
 ) -> str:
     """Plot mean +- std of the curves into the PNG ``out`` and write them, with ``info``, to a
     JSON beside it; returns the JSON's path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     os.makedirs(osp.dirname(osp.abspath(out)), exist_ok=True)
     r = np.arange(1, before.shape[1] + 1)
     fig, ax = plt.subplots(figsize=(5.5, 4), dpi=120)
@@ -168,11 +165,7 @@ def draw_feature_maps(
     title: str,
 ) -> None:
     """Draw the figure (one row per image) into the PNG ``out`` (folders are created)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     ncols = 4 + 2 * len(channels)
     fig, axes = plt.subplots(
         len(rows), ncols, figsize=(1.6 * ncols, 1.7 * len(rows) + 0.4), dpi=110, squeeze=False

@@ -126,7 +126,8 @@ def run_demo(
         cfg.randomness = dict(seed=seed)
     if max_iters is not None:
         set_schedule_length(cfg, max_iters)
-    cfg.default_hooks.visualization.draw &= draw
+    if not draw:
+        cfg.default_hooks.visualization.draw = False
     stem = osp.splitext(osp.basename(config))[0]
     cfg.work_dir, cfg.launcher = work_dir or osp.join("work_dirs", "demo", stem), "none"
     runner, stopwatch = Runner.from_cfg(cfg), _Stopwatch()
@@ -332,7 +333,6 @@ def compare_heads(
         json.dumps(dict(runs=runs, summary=rows, wall_time_s=wall), indent=2),
     )
     if docs_prefix:
-        os.makedirs(osp.dirname(osp.abspath(docs_prefix)), exist_ok=True)
-        shutil.copyfile(md_path, docs_prefix + ".md")
+        _write(docs_prefix + ".md", md)
         shutil.copyfile(png_path, docs_prefix + ".png")
     return md, md_path, png_path

@@ -3,9 +3,9 @@
     python tools/analysis/eval_variance.py CONFIG CHECKPOINT --seeds 0 1 2 3 4 --draws 1 8 --runs 10
     python tools/analysis/eval_variance.py CONFIG CHECKPOINT --runs 5     # random evaluations only
 
-A seed sweep evaluates once per eval_seed and ensemble size K (eval_draws; default the config's),
-timed, the K values side by side; random evaluations draw new dictionaries at every forward
-(eval_seed=None, one draw, as mmseg's LightHamHead). docs/evaluation.md.
+--seeds: one timed evaluation per eval_seed and ensemble size K (--draws, default the config's
+eval_draws); --runs: evaluations with new dictionaries at every forward (eval_seed=None, one
+draw, as mmseg's LightHamHead). docs/evaluation.md.
 """
 
 from __future__ import annotations

@@ -3,9 +3,8 @@
     python tools/analysis/feature_maps.py data/context_shapes/img_dir/val --max-images 4 \
         --checkpoint work_dirs/demo/hamhead-nmf_r18-d8_context-shapes/iter_500.pth
 
-One row per image: the image, the prediction, the first three principal components of Z and Y
-(the Hamburger's input and output) as RGB, then channels before/after on a shared scale: those
-the Hamburger changes most, or --channels (hamseg.analysis.features).
+Per image: the prediction, the first three principal components of the Hamburger's input Z and
+output Y as RGB, and the channels it changes most (or --channels) before and after.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os.path as osp
 import sys
-from typing import Optional
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 
@@ -32,7 +30,7 @@ from hamseg.apis.inference import class_info  # noqa: E402
 from hamseg.cli import CLIError, run_cli  # noqa: E402
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("inputs", nargs="+", help="image files, folders or .txt lists of paths")
     p.add_argument("--checkpoint", required=True, help="checkpoint of a HamHead model")

@@ -3,9 +3,8 @@
     python tools/analysis/spectrum.py data/context_shapes/img_dir/val \
         --checkpoint work_dirs/demo/hamhead-nmf_r18-d8_context-shapes/iter_500.pth
 
-Per image, the accumulative ratio of the squared largest r singular values of Z and Y (the
-Hamburger's input and output, C x HW), r = 1 .. --max-rank, mean and std over the images: a PNG
-and, beside it, a JSON with the curves (hamseg.analysis.features).
+The accumulative ratio of the squared largest r singular values of the Hamburger's input Z and
+output Y (C x HW), r = 1 .. --max-rank, mean and std over the images: a PNG and a JSON beside it.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os.path as osp
 import sys
-from typing import Optional
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 
@@ -26,7 +24,7 @@ from hamseg.apis.images import collect_inputs  # noqa: E402
 from hamseg.cli import CLIError, run_cli  # noqa: E402
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("inputs", nargs="+", help="image files, folders or .txt lists of paths")
     p.add_argument("--checkpoint", required=True, help="checkpoint of a HamHead model")

@@ -3,9 +3,8 @@
     python tools/deploy/export_onnx.py CONFIG CHECKPOINT --out model.onnx [--shape H W]
         [--dynamic] [--opset 17] [--seed 0] [--verify]
 
-Input: mmseg's preprocessed float32 (N, 3, H, W); output: the logits (N, K, H, W). Exit 2 with
-one line for bad input or a model that cannot export deterministically (mmseg's LightHamHead);
-exit 1 when --verify fails. docs/deploy.md.
+Graph: preprocessed (N, 3, H, W) float32 -> logits (N, K, H, W). Exit 2 with one line for bad
+input or a model that cannot export deterministically; 1 when --verify fails. docs/deploy.md.
 """
 
 from __future__ import annotations
