@@ -29,7 +29,7 @@ from hamseg.analysis.eval_variance import (  # noqa: E402  # noqa: E402
     set_eval_draws,
 )
 from hamseg.cli import CLIError, build_config, run_cli  # noqa: E402
-from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
+from hamseg.datasets.config_checks import check_dataset_paths  # noqa: E402
 from hamseg.utils.errors import require_file  # noqa: E402
 
 
