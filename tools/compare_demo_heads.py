@@ -1,16 +1,11 @@
 """Train every demo head on Context Shapes over several seeds; write a table and a bar chart.
 
-Usage::
-
-    python tools/compare_demo_heads.py                       # 5 heads x seeds 0 1 2
+    python tools/compare_demo_heads.py                       # every head x seeds 0 1 2
     python tools/compare_demo_heads.py --seeds 0 --max-iters 50 --out-dir /tmp/cmp   # quick look
 
-Each run is ``tools/run_demo.py`` in its own process (same backbone, data, schedule; only the
-head and the seed change), so runs are independent and an interrupted comparison resumes: runs
-whose result JSON exists are not repeated (``--force`` repeats them). Writes into ``--out-dir``
-(default ``work_dirs/demo_compare``): ``results.md`` (mean and std of val mIoU, the per-seed
-values, parameters, train time), ``results.png`` (bar chart) and ``runs.json`` (every run).
-``--docs-prefix docs/demo_results`` also writes ``docs/demo_results.md`` and ``.png``.
+Each run is tools/run_demo.py in its own process; runs whose result JSON exists are reused
+(--force repeats them). Writes results.md, results.png and runs.json into --out-dir;
+--docs-prefix docs/demo_results also writes docs/demo_results.md and .png. docs/demo.md.
 """
 
 from __future__ import annotations
@@ -19,7 +14,6 @@ import argparse
 import os.path as osp
 import shlex
 import sys
-from typing import Optional
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, ROOT)  # run from a checkout
@@ -27,48 +21,26 @@ sys.path.insert(0, ROOT)  # run from a checkout
 import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before mmseg is used)
 
 # isort: split
-from hamseg.apis.compare_heads import HEADS, compare_heads  # noqa: E402
+from hamseg.apis.demo import HEADS, compare_heads  # noqa: E402
 from hamseg.cli import run_cli  # noqa: E402
 
 
-def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
-    """Command-line options."""
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument(
-        "--heads",
-        nargs="+",
-        default=[n for n, _ in HEADS],
-        help="subset of: " + " ".join(n for n, _ in HEADS),
-    )
+    p.add_argument("--heads", nargs="+", default=list(HEADS), help="subset of: " + " ".join(HEADS))
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--max-iters", type=int, default=None, help="override the schedule length")
     p.add_argument("--data-root", default="data/context_shapes")
     p.add_argument("--out-dir", default="work_dirs/demo_compare")
     p.add_argument("--docs-prefix", default=None, help="also write <prefix>.md and <prefix>.png")
     p.add_argument("--force", action="store_true", help="repeat runs that already have results")
-    return p.parse_args(argv)
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    """Run the comparison; returns the exit code."""
-    args = parse_args(argv)
+    args = vars(p.parse_args(argv))
     command = "python tools/compare_demo_heads.py " + shlex.join(
         sys.argv[1:] if argv is None else argv
     )
-    md, md_path, png_path = compare_heads(
-        args.heads,
-        args.seeds,
-        demo_command=[sys.executable, osp.join(ROOT, "tools", "run_demo.py")],
-        command=command,
-        out_dir=args.out_dir,
-        data_root=args.data_root,
-        max_iters=args.max_iters,
-        force=args.force,
-        docs_prefix=args.docs_prefix,
-        cwd=ROOT,
-    )
-    print(md)
-    print(f"wrote {md_path} and {png_path}")
+    demo = [sys.executable, osp.join(ROOT, "tools", "run_demo.py")]
+    md, md_path, png_path = compare_heads(demo_command=demo, command=command, cwd=ROOT, **args)
+    print(f"{md}\nwrote {md_path} and {png_path}")
     return 0
 
 

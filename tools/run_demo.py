@@ -1,15 +1,11 @@
 """The hamseg demo: generate Context Shapes if absent, train a demo head on CPU, print val mIoU.
 
-Usage::
-
     python tools/run_demo.py                      # HamHead-NMF, seed 0, a few minutes on 2 cores
     python tools/run_demo.py --config configs/demo/fcn_r18-d8_context-shapes.py   # local baseline
     python tools/run_demo.py --max-iters 20 --work-dir /tmp/smoke                  # smoke test
 
-Training goes through mmseg's real pipeline (files on disk, LoadImageFromFile, LoadAnnotations,
-the Runner, IoUMetric). The last line printed is ``<head> demo: val mIoU = <value>``. The work
-dir gets the checkpoint, the log, TensorBoard scalars (loss, lr, mIoU) and validation prediction
-images, and ``demo_result.json`` (mIoU, parameters, train and eval time).
+The last line printed is ``<head> demo: val mIoU = <value>``. The work dir gets the checkpoint,
+the log, TensorBoard scalars, validation predictions and ``demo_result.json``. docs/demo.md.
 """
 
 from __future__ import annotations
@@ -17,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os.path as osp
 import sys
-from typing import Optional
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))  # run from a checkout
 
@@ -29,8 +24,7 @@ from mmengine.config import DictAction  # noqa: E402
 from hamseg.apis.demo import DEFAULT_DEMO_CONFIG, run_demo  # noqa: E402
 
 
-def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
-    """Command-line options."""
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--config", default=DEFAULT_DEMO_CONFIG, help="demo config (configs/demo/*.py)")
     p.add_argument("--data-root", default="data/context_shapes", help="Context Shapes folder")
@@ -42,33 +36,12 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--num-val", type=int, default=None, help="generate this many val images")
     p.add_argument("--no-vis", action="store_true", help="skip validation prediction images")
     p.add_argument("--json-out", default=None, help="also write the result JSON here")
-    p.add_argument(
-        "--cfg-options", nargs="+", action=DictAction, help="override config keys: key=value"
-    )
-    return p.parse_args(argv)
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    """Entry point; prints ``<head> demo: val mIoU = <value>`` last."""
-    args = parse_args(argv)
-    result = run_demo(
-        config=args.config,
-        data_root=args.data_root,
-        work_dir=args.work_dir,
-        seed=args.seed,
-        max_iters=args.max_iters,
-        data_size=args.data_size,
-        num_train=args.num_train,
-        num_val=args.num_val,
-        draw=not args.no_vis,
-        cfg_options=args.cfg_options,
-        json_out=args.json_out,
-    )
-    print(
-        f"checkpoint: {result['checkpoint']}  (train {result['train_time_s']:.0f} s, "
-        f"eval {result['val_time_s']:.0f} s)"
-    )
-    print(f"{result['name']} demo: val mIoU = {result['mIoU']:.1f}")
+    p.add_argument("--cfg-options", nargs="+", action=DictAction, help="config keys: key=value")
+    args = vars(p.parse_args(argv))
+    args["draw"] = not args.pop("no_vis")
+    r = run_demo(**args)
+    print(f"checkpoint: {r['checkpoint']}  (train {r['train_time_s']:.0f} s, ", end="")
+    print(f"eval {r['val_time_s']:.0f} s)\n{r['name']} demo: val mIoU = {r['mIoU']:.1f}")
     return 0
 
 

@@ -1,13 +1,8 @@
-"""How much the test mIoU of one checkpoint depends on the ham's random dictionary.
+"""How much one checkpoint's test mIoU depends on the ham's random dictionary (docs/evaluation.md).
 
-A Hamburger whose ham draws a new random dictionary at every forward (mmseg's ``LightHamHead``,
-hamseg's hams with ``eval_seed=None``, as the release) gives another mIoU at every test run of one
-checkpoint (SegNeXt issues #52, #66, #68, #69; mmseg #3735). A seeded evaluation (``eval_seed``)
-is repeatable, but its number is that of the dictionaries the seed drew. Two measurements answer
-"how much does the number depend on the draw": :func:`evaluate_repeatedly` runs the test loop N
-times with fresh random dictionaries; :func:`seed_sweep` evaluates once per ``eval_seed`` for each
-ensemble size K (``eval_draws``) and times every evaluation, alternating between the K values so
-that their times are measured side by side.
+:func:`evaluate_repeatedly` runs the test loop N times with fresh random dictionaries
+(``eval_seed=None``, as mmseg's ``LightHamHead``); :func:`seed_sweep` evaluates once per
+``eval_seed`` and ensemble size K (``eval_draws``), timed, the K values side by side.
 """
 
 from __future__ import annotations
@@ -25,17 +20,6 @@ from torch import nn
 
 from hamseg.apis.checkpoint import check_checkpoint_file
 from hamseg.models.decompositions import MatrixDecomposition2D
-
-__all__ = [
-    "Evaluation",
-    "SweepRow",
-    "VarianceReport",
-    "evaluate_repeatedly",
-    "hams",
-    "seed_sweep",
-    "set_eval_draws",
-    "summarize",
-]
 
 
 @dataclass(frozen=True)
@@ -89,11 +73,8 @@ def hams(model: nn.Module) -> list[MatrixDecomposition2D]:
 
 
 def set_eval_draws(model: nn.Module, seed: int | None, draws: int | None = None) -> None:
-    """Set ``eval_seed`` (and ``eval_draws`` unless None) of every hamseg ham in ``model``.
-
-    Raises:
-        ValueError: The model has no hamseg ham (e.g. mmseg's ``LightHamHead``).
-    """
+    """Set ``eval_seed`` (and ``eval_draws`` unless None) of every hamseg ham in ``model``;
+    ValueError if it has none (e.g. mmseg's ``LightHamHead``)."""
     found = hams(model)
     if not found:
         raise ValueError(
@@ -101,109 +82,67 @@ def set_eval_draws(model: nn.Module, seed: int | None, draws: int | None = None)
             "mmseg's LightHamHead has neither: measure it with random evaluations (--runs)"
         )
     for ham in found:
-        ham.eval_seed = seed
-        if draws is not None:
-            ham.eval_draws = draws
+        ham.eval_seed, ham.eval_draws = seed, ham.eval_draws if draws is None else draws
 
 
 class Evaluation:
-    """One checkpoint's test loop, run again and again on one model (built once).
-
-    Args:
-        cfg: Any mmseg config (with ``work_dir`` and ``launcher`` set, as the tools set them).
-        checkpoint: The checkpoint to evaluate; checked strictly against the config's model.
-        metric: Key of the evaluator's result that a run returns.
-
-    Raises:
-        CheckpointMismatchError: The checkpoint does not fit the config's model.
-    """
+    """One checkpoint's test loop (``metric`` of its evaluator), run again and again on one
+    model built once from ``cfg`` (``work_dir``, ``launcher`` set); the checkpoint is checked
+    strictly (:class:`~hamseg.apis.CheckpointMismatchError`)."""
 
     def __init__(self, cfg: Config, checkpoint: str, metric: str = "mIoU") -> None:
         cfg.load_from = checkpoint
         self.runner = Runner.from_cfg(cfg)
         check_checkpoint_file(self.runner.model, checkpoint)
-        self.metric = metric
-        self._runs = 0
+        self.metric, self._runs = metric, 0
 
     @property
     def model(self) -> nn.Module:
         return self.runner.model
 
     def __call__(self) -> float:
-        """One evaluation (the first one loads the weights: ``runner.test``).
-
-        Raises:
-            KeyError: The evaluator reports no ``metric``.
-        """
-        loop = self.runner.test if self._runs == 0 else self.runner.test_loop.run
-        metrics = loop()
+        """One evaluation (the first loads the weights: ``runner.test``); KeyError if the
+        evaluator reports no ``metric``."""
+        metrics = (self.runner.test if self._runs == 0 else self.runner.test_loop.run)()
         self._runs += 1
         if self.metric not in metrics:
             raise KeyError(f"the test evaluator reports {sorted(metrics)}, not {self.metric!r}")
         return float(metrics[self.metric])
 
 
-def _progress(total: int, show: bool) -> ProgressBar | None:
-    return ProgressBar(total, file=sys.stdout) if show else None
-
-
-def _end(bar: ProgressBar | None) -> None:
+def _timed(evaluation: Evaluation, settings: Sequence, progress: bool, set_up) -> list:
+    """(value, seconds) of one evaluation per setting, after ``set_up(setting)``; a progress
+    bar whose line is ended (it redraws with '\\r' and never ends it itself)."""
+    bar, results = ProgressBar(len(settings), file=sys.stdout) if progress else None, []
+    for setting in settings:
+        set_up(setting)
+        start = time.perf_counter()
+        results.append((evaluation(), time.perf_counter() - start))
+        if bar is not None:
+            bar.update()
     if bar is not None:
-        bar.file.write("\n")  # the bar redraws its line with '\r' and never ends it
-        bar.file.flush()
+        print(file=bar.file, flush=True)
+    return results
 
 
 def evaluate_repeatedly(
     evaluation: Evaluation, runs: int = 5, progress: bool = True
 ) -> VarianceReport:
-    """Run the test loop ``runs`` times on one model, as configured (with ``eval_seed=None``
-    every run draws new dictionaries).
-
-    Raises:
-        KeyError: The evaluator reports no metric of that name.
-    """
-    bar, values = _progress(runs, progress), []
-    for _ in range(runs):
-        values.append(evaluation())
-        if bar is not None:
-            bar.update()
-    _end(bar)
-    return summarize(values)
+    """Run the test loop ``runs`` times on one model as configured (``eval_seed=None``: new
+    dictionaries every run)."""
+    results = _timed(evaluation, range(runs), progress, lambda _: None)
+    return summarize([value for value, _ in results])
 
 
 def seed_sweep(
-    evaluation: Evaluation,
-    seeds: Sequence[int],
-    draws: Sequence[int] = (1,),
-    progress: bool = True,
+    evaluation: Evaluation, seeds: Sequence[int], draws: Sequence[int] = (1,), progress: bool = True
 ) -> list[SweepRow]:
-    """One evaluation per ``eval_seed`` and ensemble size K (``eval_draws``), timed.
-
-    For every seed the K values run one after another, so each K's times come from the same
-    stretch of the machine's load (a side-by-side measurement).
-
-    Args:
-        evaluation: The checkpoint's test loop.
-        seeds: The ``eval_seed`` values.
-        draws: The ``eval_draws`` values K.
-        progress: Show a progress bar.
-
-    Returns:
-        One :class:`SweepRow` per K, in the order of ``draws``.
-
-    Raises:
-        ValueError: The model has no hamseg ham.
-    """
-    results = {k: ([], []) for k in draws}
-    bar = _progress(len(seeds) * len(draws), progress)
-    for seed in seeds:
-        for k in draws:
-            set_eval_draws(evaluation.model, seed, k)
-            start = time.perf_counter()
-            value = evaluation()
-            results[k][1].append(time.perf_counter() - start)
-            results[k][0].append(value)
-            if bar is not None:
-                bar.update()
-    _end(bar)
-    return [SweepRow(k, tuple(seeds), tuple(v), tuple(s)) for k, (v, s) in results.items()]
+    """One timed evaluation per ``eval_seed`` and ensemble size K (``eval_draws``; per seed the
+    K values one after another: their times side by side); a :class:`SweepRow` per K."""
+    settings = [(seed, k) for seed in seeds for k in draws]
+    results = _timed(evaluation, settings, progress, lambda s: set_eval_draws(evaluation.model, *s))
+    rows = []
+    for k in draws:
+        mine = [r for (_, kk), r in zip(settings, results) if kk == k]
+        rows.append(SweepRow(k, tuple(seeds), *(tuple(v) for v in zip(*mine))))
+    return rows

@@ -1,26 +1,18 @@
-"""Export a segmentor to ONNX with a deterministic dictionary, and verify it with ONNX Runtime.
+"""ONNX export with a seeded dictionary, its verification, and running the graph for inference.
 
-The exported graph takes what mmseg's data preprocessor produces, the normalised float32
-(N, 3, H, W) tensor, and returns ``EncoderDecoder.encode_decode``'s logits (N, num_classes, H, W).
-Every ham's evaluation dictionary is seeded (``eval_seed = seed``): the dictionary is drawn
-once, outside the trace, and enters the graph as a constant
-(:meth:`hamseg.models.decompositions.MatrixDecomposition2D._seeded_bases`), so the ONNX model
-computes exactly what the PyTorch model computes with that ``eval_seed``. NMF and VQ unroll into
-MatMul, Softmax, ReduceSum and Div; CD's ridge solve, which has no ONNX operator, is recorded as
-a Gauss-Jordan inverse of its r x r matrix (:mod:`hamseg.models.ridge_solve`). mmseg's own
-``LightHamHead`` is refused up front (:class:`ExportError`): its NMF2D draws a new random
-dictionary at every forward (hamseg's ``HamLightHead`` takes its place). Whatever the model, a
-graph that still contains a random operator (:data:`RANDOM_OPS`) is refused after the export
-and its file removed. The TorchScript exporter (``dynamo=False``) is
-used: it records the eager model as evaluated.
+The graph maps mmseg's preprocessed (N, 3, H, W) float32 input to ``encode_decode``'s logits
+(N, K, H, W). Every ham is seeded (``eval_seed``) so the dictionary enters the graph as a
+constant; CD's ridge solve is recorded as a Gauss-Jordan inverse (:mod:`hamseg.models.ridge_solve`);
+mmseg's ``LightHamHead`` and any graph with a random operator are refused (docs/deploy.md).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -28,37 +20,16 @@ from mmseg.models.decode_heads.ham_head import Matrix_Decomposition_2D_Base
 from torch import Tensor, nn
 
 from hamseg.models.decompositions import MatrixDecomposition2D
-from hamseg.utils.errors import UsageError
-from hamseg.utils.messages import one_line
+from hamseg.utils.errors import UsageError, require_file
+from hamseg.utils.messages import first_items, one_line
 
-__all__ = [
-    "ExportError",
-    "RANDOM_OPS",
-    "SegmentorLogits",
-    "Verification",
-    "check_export_options",
-    "export_onnx",
-    "onnx_session",
-    "opset_range",
-    "random_operators",
-    "require_deploy",
-    "seed_hams",
-    "verify_onnx",
-]
+from .inference import class_info
 
 #: Relative logit difference above which --verify fails.
 TOLERANCE = 1e-4
-#: ONNX operators that draw random numbers: a graph holding one computes something else at every
-#: run, never exactly the model that was evaluated.
+#: ONNX operators that draw random numbers: a graph with one computes something else every run.
 RANDOM_OPS = frozenset(
-    {
-        "Bernoulli",
-        "Multinomial",
-        "RandomNormal",
-        "RandomNormalLike",
-        "RandomUniform",
-        "RandomUniformLike",
-    }
+    "Bernoulli Multinomial RandomNormal RandomNormalLike RandomUniform RandomUniformLike".split()
 )
 
 
@@ -67,22 +38,15 @@ class ExportError(UsageError):
 
 
 def opset_range() -> tuple[int, int]:
-    """The opsets torch's ONNX exporter takes (7 to 23 in torch 2.14; its TorchScript exporter,
-    ``dynamo=False``, is tested by torch up to 20 and warns above, but the demo models export
-    and verify at 21 and 23 too); outside, torch refuses."""
+    """The opsets torch's ONNX exporter takes (7 to 23 in torch 2.14)."""
     from torch.onnx import _constants
 
-    low = getattr(_constants, "ONNX_MIN_OPSET", 7)
-    high = getattr(_constants, "ONNX_MAX_OPSET", 20)
+    low, high = (getattr(_constants, f"ONNX_{e}_OPSET", d) for e, d in (("MIN", 7), ("MAX", 20)))
     return int(low), int(high)
 
 
 def check_export_options(shape: Sequence[int], opset: int) -> None:
-    """Raise one line naming ``--shape`` or ``--opset`` for values no export can take.
-
-    Raises:
-        ExportError: A height or width below 1, or an opset outside :func:`opset_range`.
-    """
+    """Raise one line naming ``--shape`` or ``--opset`` for values no export can take."""
     if len(shape) != 2 or any(int(v) != v or v < 1 for v in shape):
         raise ExportError(
             f"--shape {' '.join(map(str, shape))}: H and W must be positive integers, the size "
@@ -119,67 +83,54 @@ class SegmentorLogits(nn.Module):
 
 
 def seed_hams(model: nn.Module, seed: int) -> list[str]:
-    """Set ``eval_seed`` of every ham; raise for one that cannot be exported.
-
-    Returns:
-        The names of the hams.
-
-    Raises:
-        ExportError: One of mmseg's own hams (``LightHamHead``'s NMF2D: nothing to seed, a new
-            dictionary at every forward).
-    """
+    """Set ``eval_seed`` of every hamseg ham, return their names; raise :class:`ExportError`
+    for one of mmseg's hams (``LightHamHead``'s NMF2D: a new dictionary at every forward)."""
     modules = dict(model.named_modules())
     names = []
     for name, module in modules.items():
         if isinstance(module, Matrix_Decomposition_2D_Base):
             raise ExportError(_mmseg_ham_message(name, module, modules))
-        if not isinstance(module, MatrixDecomposition2D):
-            continue
-        module.eval_seed = seed
-        names.append(name)
+        if isinstance(module, MatrixDecomposition2D):
+            module.eval_seed = seed
+            names.append(name)
     return names
 
 
 def _mmseg_ham_message(name: str, ham: nn.Module, modules: dict[str, nn.Module]) -> str:
-    """The one line refusing mmseg's ham ``name`` (NMF2D of ``LightHamHead``), naming its head
-    and what to use instead."""
     parts = name.split(".")
-    heads = [".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
+    heads = (".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1))
     head = next((h for h in heads if type(modules[h]).__name__ == "LightHamHead"), None)
     draws = (
         "draws a new random dictionary at every forward"
         if getattr(ham, "rand_init", True)
         else "draws its dictionary at its first forward, not from the checkpoint"
     )
-    if head is None:
-        return (
-            f"{name} is mmseg's {type(ham).__name__}: it {draws}, so no exported graph computes "
-            "what the model evaluates; build the head on a hamseg ham (NMF, VQ) instead"
+    fix = "build the head on a hamseg ham (NMF, VQ) instead"
+    what = f"{name} is mmseg's {type(ham).__name__}: it {draws}"
+    if head is not None:
+        what = f"{head} is mmseg's LightHamHead: its NMF2D ({name}) {draws}"
+        fix = (
+            "set the config's decode_head type='HamLightHead' (hamseg's SegNeXt head: same "
+            "parameter names, mmseg's checkpoints load strictly, a seeded dictionary) and export "
+            "again"
         )
-    return (
-        f"{head} is mmseg's LightHamHead: its NMF2D ({name}) {draws}, so no exported graph "
-        "computes what the model evaluates; set the config's decode_head type='HamLightHead' "
-        "(hamseg's SegNeXt head: same parameter names, mmseg's checkpoints load strictly, a "
-        "seeded dictionary) and export again"
-    )
+    return f"{what}, so no exported graph computes what the model evaluates; {fix}"
 
 
 def random_operators(path: str) -> dict[str, str]:
-    """The random operators (:data:`RANDOM_OPS`) of the ONNX graph in ``path``, with subgraphs
-    (If, Loop, Scan bodies) and local functions: op type -> name of its first node."""
+    """Op type -> first node name of each :data:`RANDOM_OPS` operator in the ONNX file,
+    subgraphs (If, Loop, Scan bodies) and local functions included."""
     import onnx
 
     model = onnx.load(path, load_external_data=False)
     found: dict[str, str] = {}
     graphs = [model.graph, *model.functions]
     while graphs:
-        graph = graphs.pop()
-        for node in graph.node:
+        for node in graphs.pop().node:
             if node.op_type in RANDOM_OPS:
                 found.setdefault(node.op_type, node.name or "(unnamed)")
             for attr in node.attribute:
-                graphs += [attr.g] if attr.HasField("g") else []
-                graphs += list(attr.graphs)
+                graphs += ([attr.g] if attr.HasField("g") else []) + list(attr.graphs)
     return dict(sorted(found.items()))
 
 
@@ -192,25 +143,14 @@ def export_onnx(
     seed: int = 0,
     batch: int = 1,
 ) -> SegmentorLogits:
-    """Export ``segmentor`` (eval mode) to ``out``.
-
-    Args:
-        segmentor: An mmseg ``EncoderDecoder`` (e.g. from :func:`hamseg.apis.init_segmentor`).
-        out: The .onnx file to write.
-        shape: (H, W) of the example input.
-        dynamic: Make N, H and W dynamic axes.
-        opset: ONNX opset.
-        seed: ``eval_seed`` of every ham (the dictionary in the graph).
-        batch: N of the example input.
-
-    Returns:
-        The exported PyTorch module (for :func:`verify_onnx`).
+    """Export a CPU segmentor to ``out`` (torch's TorchScript exporter, ``dynamo=False``) with
+    an example input of (``batch``, 3, *``shape``), N/H/W dynamic if ``dynamic``, every ham's
+    ``eval_seed`` = ``seed``; returns the exported module (for :func:`verify_onnx`).
 
     Raises:
-        ExportError: A shape or opset no export takes (:func:`check_export_options`), an
-            unsupported ham or head, the backbone cannot take ``shape``, the exporter cannot
-            record the model at ``opset``, or the graph holds a random operator
-            (:func:`random_operators`; ``out`` is then removed).
+        ExportError: Options no export takes, an unsupported ham, a shape the backbone cannot
+            take, a model the exporter cannot record at ``opset``, or a graph with a random
+            operator (``out`` is then removed).
     """
     require_deploy()
     check_export_options(shape, opset)
@@ -305,12 +245,79 @@ def verify_onnx(
             ref = model(x).numpy()
         got = session.run(None, {"input": x.numpy()})[0]
         diff = np.abs(got - ref)
-        results.append(
-            Verification(
-                tuple(shape),
-                float(diff.max()),
-                float(diff.max() / max(np.abs(ref).max(), 1e-12)),
-                float((got.argmax(1) == ref.argmax(1)).mean()),
-            )
-        )
+        rel = float(diff.max() / max(np.abs(ref).max(), 1e-12))
+        agree = float((got.argmax(1) == ref.argmax(1)).mean())
+        results.append(Verification(tuple(shape), float(diff.max()), rel, agree))
     return results
+
+
+def use_onnxruntime(
+    segmentor: nn.Module,
+    onnx_file: str,
+    threads: int = 0,
+    names_from: Optional[tuple[str, str]] = None,
+) -> nn.Module:
+    """Make ``segmentor`` compute ``encode_decode`` with ONNX Runtime (in place; returned).
+
+    Everything around the network (pipeline, preprocessing, whole/slide inference) stays the
+    segmentor's; its weights are never used. The graph's ``logits`` must have as many channels
+    as the segmentor has class names (from ``names_from``: (kind, file), for the message):
+    checked here when the graph's shape says it, else at the first run.
+
+    Raises:
+        UsageError: A missing or unloadable file, onnxruntime not installed, another class
+            count than the class names', or an input size the graph does not take.
+    """
+    require_file(onnx_file, "ONNX model")
+    try:
+        session = onnx_session(onnx_file, threads)
+    except UsageError:
+        raise
+    except Exception as err:  # onnxruntime's own exception types
+        raise UsageError(
+            f"{onnx_file}: ONNX Runtime cannot load it ({one_line(err, 200)}); export the model "
+            "with tools/deploy/export_onnx.py"
+        ) from None
+    inputs, outputs = session.get_inputs(), session.get_outputs()
+    if len(inputs) != 1:
+        raise UsageError(
+            f"{onnx_file}: the graph takes {len(inputs)} inputs, not the one image tensor of "
+            "tools/deploy/export_onnx.py"
+        )
+    (graph_input,) = inputs
+    logits_at = next((i for i, o in enumerate(outputs) if o.name == "logits"), 0)
+    classes, _ = class_info(segmentor)
+    kind, path = names_from or ("model", "")
+
+    def check_classes(channels: Any) -> None:
+        if channels != len(classes):
+            raise UsageError(
+                f"{onnx_file} gives {channels} classes but the {kind}{' ' + path if path else ''}"
+                f" names {len(classes)} ({first_items(classes, 8)}): export the model of this "
+                f"{kind} (tools/deploy/export_onnx.py), or pass the {kind} {onnx_file} was "
+                "exported from"
+            )
+
+    shape = outputs[logits_at].shape if outputs else []
+    checked = len(shape) > 1 and isinstance(shape[1], int)
+    if checked:
+        check_classes(shape[1])
+
+    def encode_decode(inputs: Tensor, batch_img_metas: Any = None) -> Tensor:
+        nonlocal checked
+        array = inputs.detach().cpu().numpy().astype(np.float32)
+        try:
+            logits = session.run(None, {graph_input.name: array})[logits_at]
+        except Exception as err:  # onnxruntime's own exception types
+            raise UsageError(
+                f"{onnx_file}: ONNX Runtime cannot run an input of shape {tuple(array.shape)} "
+                f"(the graph takes {graph_input.shape}; export with --dynamic for any size): "
+                f"{one_line(err, 200)}"
+            ) from None
+        if not checked:
+            check_classes(logits.shape[1] if logits.ndim > 1 else None)
+            checked = True
+        return torch.from_numpy(logits).to(inputs.device)
+
+    segmentor.encode_decode = encode_decode
+    return segmentor

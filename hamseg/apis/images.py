@@ -1,81 +1,48 @@
-"""Input images for inference: expand files, folders and lists; decode completely or refuse.
+"""Segment image files: gather the inputs, read each completely, write colour overlays.
 
-:func:`gather_inputs` expands the inputs and sets aside, with a one-line message, what a
-``.txt`` list names that does not exist (or a ``.txt`` input that is not a list of images).
-
-OpenCV decodes what it can of a damaged file: a truncated JPEG read with ``cv2.imread`` comes back
-as an image whose missing part is grey (libjpeg only prints "Premature end of JPEG file"), and a
-model would segment the grey fill. :func:`read_image_rgb` therefore also decodes the whole file
-with Pillow, whose decoders raise on a truncated stream, and raises :class:`ImageDecodeError`
-naming the file for anything that is not a complete image.
+What ``tools/infer.py`` does: files, folders and ``.txt`` lists in; ``<name>_overlay.png`` (the
+prediction over the image, with a legend) out; every input that is not a complete image is named
+in one line and skipped (docs/demo.md).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import os.path as osp
-import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 import cv2
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from torch import nn
 
-from hamseg.datasets.loading import InvalidSampleError
+from hamseg.datasets.loading import InvalidSampleError, read_image_rgb
 
-__all__ = [
-    "IMAGE_EXTENSIONS",
-    "ImageDecodeError",
-    "collect_inputs",
-    "gather_inputs",
-    "read_image_rgb",
-    "to_rgb8",
-]
+from .inference import class_info, predict_label
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
 
 
-class ImageDecodeError(InvalidSampleError):
-    """An input file is unreadable, not an image, or not a complete image."""
-
-
 def gather_inputs(inputs: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
-    """Expand files, folders (recursive, sorted) and ``.txt`` lists into image paths; set aside
-    what a list names that cannot be an image input.
-
-    A ``.txt`` input is a list of image paths, one a line (``#`` comments and blank lines
-    skipped; relative paths from the working directory, else from the list's folder). Set aside,
-    each with a one-line message naming it: a listed path that does not exist, and a ``.txt``
-    file that is not such a list (no line names an image file or an existing file, e.g. notes in
-    prose; not UTF-8 text; unreadable). Listed files that exist but are not complete images are
-    returned like any other path: reading them (:func:`read_image_rgb`) names them.
-
-    Args:
-        inputs: Image files, folders, ``.txt`` lists (what tools/infer.py is given).
-
-    Returns:
-        The image paths, in input order, each file once (named twice, e.g. directly and in a
-        list, it is written once: the outputs are named after it), and the (path, message)
-        pairs set aside.
+    """Expand files, folders (recursive, sorted) and ``.txt`` lists (one path a line, ``#``
+    comments; relative to the working directory, else to the list) into image paths, each file
+    once; set aside, with one line naming it, a listed path that does not exist and a ``.txt``
+    that is not such a list. Returns (paths, [(path, message)]).
 
     Raises:
-        FileNotFoundError: If an input given directly (not listed) does not exist.
+        FileNotFoundError: An input given directly (not listed) does not exist.
     """
     paths: list[str] = []
     skipped: list[tuple[str, str]] = []
     for item in inputs:
         if osp.isdir(item):
-            found = []
-            for root, _, files in os.walk(item):
-                found += [osp.join(root, f) for f in files if f.lower().endswith(IMAGE_EXTENSIONS)]
-            paths += sorted(found)
+            found = [osp.join(root, f) for root, _, files in os.walk(item) for f in files]
+            paths += sorted(f for f in found if f.lower().endswith(IMAGE_EXTENSIONS))
         elif item.lower().endswith(".txt") and osp.isfile(item):
             listed, problem = _read_list(item)
             if problem:
                 skipped.append((item, f"{item}: {problem}"))
-                continue
             for line, path in listed:
                 if osp.isfile(path):
                     paths.append(path)
@@ -93,7 +60,7 @@ def gather_inputs(inputs: Sequence[str]) -> tuple[list[str], list[tuple[str, str
 
 
 def _read_list(item: str) -> tuple[list[tuple[str, str]], str]:
-    """(line, resolved path) of each entry of a ``.txt`` list, or [] and why it is not a list."""
+    """(line, resolved path) of each entry of a ``.txt`` list, or [] and why it is not one."""
     try:
         with open(item, encoding="utf-8") as f:
             lines = [line.strip() for line in f]
@@ -120,84 +87,98 @@ def _read_list(item: str) -> tuple[list[tuple[str, str]], str]:
 
 
 def collect_inputs(inputs: Sequence[str]) -> list[str]:
-    """:func:`gather_inputs`, strictly: anything it sets aside is an error.
-
-    Raises:
-        FileNotFoundError: If an input, or a path listed in a ``.txt`` file, does not exist, or
-            a ``.txt`` input is not a list of image paths.
-    """
+    """:func:`gather_inputs`, strictly: anything set aside raises ``FileNotFoundError``."""
     paths, skipped = gather_inputs(inputs)
     if skipped:
         raise FileNotFoundError(skipped[0][1])
     return paths
 
 
-@contextlib.contextmanager
-def _quiet_opencv() -> Iterator[None]:
-    """Silence OpenCV's own log lines (the caller reports a failed decode in one line)."""
-    level = cv2.utils.logging.getLogLevel()
-    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
-    try:
-        yield
-    finally:
-        cv2.utils.logging.setLogLevel(level)
+def draw_overlay(
+    img: np.ndarray,
+    label: np.ndarray,
+    classes: Sequence[str],
+    palette: Sequence[Sequence[int]],
+    opacity: float = 0.5,
+    legend: str = "present",
+) -> np.ndarray:
+    """Blend the class colours (``opacity``) over an RGB uint8 (H, W, 3) image, labels outside
+    the palette unpainted, and add a legend on the right of the classes 'present' (largest
+    first) or 'all'; returns RGB uint8 (max(H, legend height), W + legend width, 3)."""
+    h, w = label.shape
+    colours = np.asarray(palette, np.float32)
+    valid = label < len(colours)
+    out = img.astype(np.float32)
+    out[valid] = (1 - opacity) * out[valid] + opacity * colours[label[valid]]
+    out = np.clip(np.round(out), 0, 255).astype(np.uint8)
+    if legend == "all":
+        shown = list(range(len(classes)))
+    else:
+        ids, counts = np.unique(label[valid], return_counts=True)
+        shown = [int(i) for i in ids[np.argsort(-counts, kind="stable")]]
+    font, scale, row = cv2.FONT_HERSHEY_SIMPLEX, 0.45, 20
+    text_w = max([cv2.getTextSize(str(classes[i]), font, scale, 1)[0][0] for i in shown] + [60])
+    panel_h = max(h, 8 + row * max(1, len(shown)) + 4)
+    canvas = np.full((panel_h, w + 36 + text_w, 3), 255, np.uint8)
+    canvas[:h, :w] = out
+    text = lambda s, at: cv2.putText(canvas, s, at, font, scale, (0, 0, 0), 1, cv2.LINE_AA)
+    if not shown:
+        text("(no class)", (w + 8, 22))
+    for k, i in enumerate(shown):
+        x, y = w + 8, 8 + k * row
+        cv2.rectangle(canvas, (x, y), (x + 14, y + 14), tuple(int(c) for c in palette[i]), -1)
+        cv2.rectangle(canvas, (x, y), (x + 14, y + 14), (0, 0, 0), 1)
+        text(str(classes[i]), (x + 20, y + 12))
+    return canvas
 
 
-def _check_complete(data: bytes, path: str) -> None:
-    """Decode ``data`` fully with Pillow; raise if its decoder finds the stream cut or broken.
+def output_name(path: str, inputs_root: Optional[str]) -> str:
+    """Output stem: the path relative to its input folder (separators -> '__'), else the name."""
+    rel = osp.relpath(path, inputs_root) if inputs_root else osp.basename(path)
+    return osp.splitext(rel)[0].replace(os.sep, "__")
 
-    Formats Pillow does not know are left to OpenCV's verdict, and so are images above Pillow's
-    decompression-bomb limit (OpenCV has decoded them already).
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # EXIF and bomb warnings: the decode below decides
+
+@dataclass
+class InferenceReport:
+    """What :func:`segment_images` did: overlays written, inputs skipped (path, reason)."""
+
+    written: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+
+def segment_images(
+    model: nn.Module,
+    paths: Sequence[str],
+    out_dir: str,
+    inputs_root: Optional[str] = None,
+    opacity: float = 0.5,
+    legend: str = "present",
+    save_label: bool = False,
+    progress: bool = True,
+    on_failure: Optional[Callable[[str, str], Any]] = None,
+) -> InferenceReport:
+    """Segment each image and write ``<name>_overlay.png`` (:func:`draw_overlay`) and, with
+    ``save_label``, ``<name>_label.png`` into ``out_dir``; names keep the sub-folders below
+    ``inputs_root``. A tqdm bar on stderr for more than one image (``progress``); an input that
+    is not a complete image is skipped, ``on_failure(path, message)`` called at once."""
+    from tqdm import tqdm
+
+    classes, palette = class_info(model)
+    os.makedirs(out_dir, exist_ok=True)
+    report = InferenceReport()
+    for path in tqdm(paths, desc="infer", unit="img", disable=not progress or len(paths) < 2):
         try:
-            with Image.open(io.BytesIO(data)) as image:
-                image.load()
-        except (UnidentifiedImageError, Image.DecompressionBombError):
-            return
-        except (OSError, SyntaxError, ValueError, EOFError) as err:
-            raise ImageDecodeError(f"{path}: not a complete image ({err})") from None
-
-
-def to_rgb8(img: np.ndarray) -> np.ndarray:
-    """OpenCV's decoded array (BGR[A] or gray, any depth) as 8-bit RGB (H, W, 3).
-
-    Grayscale is replicated to three channels, an alpha channel is composited over white, and
-    16-bit or float images are rescaled to 0..255.
-    """
-    if img.dtype != np.uint8:
-        img = img.astype(np.float64)
-        hi = 65535.0 if img.max() > 255 else (1.0 if img.max() <= 1.0 else 255.0)
-        img = np.clip(img / hi * 255.0, 0, 255).astype(np.uint8)
-    if img.ndim == 2:
-        return np.repeat(img[:, :, None], 3, axis=2)
-    if img.shape[2] == 1:
-        return np.repeat(img, 3, axis=2)
-    if img.shape[2] == 4:
-        alpha = img[:, :, 3:4].astype(np.float32) / 255.0
-        bgr = img[:, :, :3].astype(np.float32) * alpha + 255.0 * (1.0 - alpha)
-        img = np.round(bgr).astype(np.uint8)
-    return cv2.cvtColor(img[:, :, :3], cv2.COLOR_BGR2RGB)
-
-
-def read_image_rgb(path: str) -> np.ndarray:
-    """Read any common image completely as 8-bit RGB (H, W, 3) (see :func:`to_rgb8`).
-
-    Raises:
-        ImageDecodeError: If the file cannot be read, is empty, is not an image, or is not a
-            complete one (a truncated JPEG or PNG, say); the message names the file.
-    """
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as err:
-        raise ImageDecodeError(f"{path}: cannot be read ({err.strerror or err})") from None
-    if not data:
-        raise ImageDecodeError(f"{path}: empty file (0 bytes)")
-    _check_complete(data, path)
-    with _quiet_opencv():
-        img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
-    if img is None or img.size == 0:
-        raise ImageDecodeError(f"{path}: not an image ({len(data)} bytes OpenCV cannot decode)")
-    return to_rgb8(img)
+            img = read_image_rgb(path)
+        except InvalidSampleError as err:
+            report.failed.append((path, str(err)))
+            if on_failure is not None:
+                on_failure(path, str(err))
+            continue
+        label = predict_label(model, img)
+        stem = osp.join(out_dir, output_name(path, inputs_root))
+        canvas = draw_overlay(img, label, classes, palette, opacity, legend)
+        cv2.imwrite(f"{stem}_overlay.png", cv2.cvtColor(canvas, cv2.COLOR_RGB2BGR))
+        if save_label:
+            cv2.imwrite(f"{stem}_label.png", label.astype(np.uint8))
+        report.written.append(f"{stem}_overlay.png")
+    return report

@@ -1,11 +1,9 @@
 """The authors' released HamNet checkpoint as an mmseg checkpoint for configs/ham_voc.py.
 
-The release (Gsunshine/Enjoy-Hamburger, seg/HamNet; VOC test 85.94 mIoU, Hamburger V2, r = 64)
-saves ``{'net': state_dict, 'step': ..., 'best_mIoU': ...}``. The names are mapped with
-:data:`hamseg.models.release_weights.RELEASE_HAMNET_RULES`; the result is checked against the
-model of the target config (every source tensor used exactly once, every model tensor filled,
-every shape equal) and loaded with ``strict=True``. The file is read with
-``torch.load(..., weights_only=True)``: no pickled code runs.
+The release (Gsunshine/Enjoy-Hamburger, seg/HamNet; VOC test 85.94 mIoU) saves
+``{'net': state_dict, ...}``; its names are mapped with
+:data:`~hamseg.models.release_weights.RELEASE_HAMNET_RULES`, checked 1:1 against the target
+model and loaded with ``strict=True``. The file is read with ``weights_only=True``.
 """
 
 from __future__ import annotations
@@ -19,19 +17,10 @@ from mmengine.registry import init_default_scope
 from mmseg.registry import MODELS
 from torch import Tensor, nn
 
-from hamseg.models.release_weights import (
-    RELEASE_HAMNET_RULES,
-    WeightMappingError,
-    load_torch_file,
-    map_state_dict,
-)
+from hamseg.compat.checkpoint import load_checkpoint_file
+from hamseg.models.release_weights import RELEASE_HAMNET_RULES, WeightMappingError, map_state_dict
 
-__all__ = [
-    "build_target_model",
-    "convert",
-    "convert_release_checkpoint",
-    "release_state_dict",
-]
+__all__ = ["build_target_model", "convert", "convert_release_checkpoint", "release_state_dict"]
 
 
 def build_target_model(config: str) -> nn.Module:
@@ -47,26 +36,21 @@ def release_state_dict(obj: object) -> dict[str, Tensor]:
     """The ``'net'`` state dict of a loaded release checkpoint.
 
     Raises:
-        WeightMappingError: If ``obj`` is not a dict with a ``'net'`` state dict of tensors.
+        WeightMappingError: ``obj`` is not a dict with a ``'net'`` state dict of tensors.
     """
     if not isinstance(obj, dict) or not isinstance(obj.get("net"), dict):
         keys = sorted(obj) if isinstance(obj, dict) else type(obj).__name__
         raise WeightMappingError(
             f"expected the release's checkpoint format {{'net': state_dict, ...}}, got {keys}"
         )
-    state = obj["net"]
-    bad = [k for k, v in state.items() if not isinstance(v, Tensor)]
+    bad = [k for k, v in obj["net"].items() if not isinstance(v, Tensor)]
     if bad:
         raise WeightMappingError(f"'net' holds non-tensor entries: {bad}")
-    return dict(state)
+    return dict(obj["net"])
 
 
 def convert(source: dict[str, Tensor], model: nn.Module) -> dict[str, Tensor]:
-    """Map the release's names onto ``model`` and load the result with ``strict=True``.
-
-    Returns:
-        The converted state dict (the tensors of ``source``, renamed).
-    """
+    """Map the release's names onto ``model``, load the result strictly and return it."""
     state = map_state_dict(source, model.state_dict(), RELEASE_HAMNET_RULES)
     model.load_state_dict(state, strict=True)
     return state
@@ -75,32 +59,23 @@ def convert(source: dict[str, Tensor], model: nn.Module) -> dict[str, Tensor]:
 def convert_release_checkpoint(src: str, dst: str, config: str, config_name: str) -> int:
     """Convert the release file ``src`` into the mmseg checkpoint ``dst`` for ``config``.
 
-    Args:
-        src: The release's checkpoint (``{'net': state_dict}``).
-        dst: Output file, ``{'state_dict': ..., 'meta': {source, converted_by, config}}``.
-        config: Config whose model must load the result strictly.
-        config_name: How ``meta['config']`` names the config (e.g. relative to the repository).
-
-    Returns:
-        The number of tensors converted.
+    ``dst`` holds ``{'state_dict': ..., 'meta': {source, converted_by, config: config_name}}``.
+    Returns the number of tensors converted.
 
     Raises:
-        FileNotFoundError: If ``src`` does not exist (the message says which file it is).
-        WeightMappingError: If the file is not the release's format or does not fit the model;
-            the message lists every offending name.
+        FileNotFoundError: ``src`` does not exist (the message says which file it is).
+        WeightMappingError: Not the release's format, or it does not fit the model; the
+            message lists every offending name.
     """
     if not osp.isfile(src):
         raise FileNotFoundError(
             f"release checkpoint not found: {src} (the V2 NMF r=64 model of "
             "Gsunshine/Enjoy-Hamburger, seg/README.md, 'Checkpoints')"
         )
-    source = release_state_dict(load_torch_file(src))
+    source = release_state_dict(load_checkpoint_file(src))
     state = convert(source, build_target_model(config))
     os.makedirs(osp.dirname(osp.abspath(dst)), exist_ok=True)
-    meta = dict(
-        source=osp.basename(src),
-        converted_by="tools/convert_release_checkpoint.py",
-        config=config_name,
-    )
+    converted_by = "tools/convert_release_checkpoint.py"
+    meta = dict(source=osp.basename(src), converted_by=converted_by, config=config_name)
     torch.save(dict(state_dict=state, meta=meta), dst)
     return len(source)

@@ -112,10 +112,10 @@ def _check_plot_packages() -> None:
 
 def _check_fits(config: str, checkpoint: str) -> None:
     """The checkpoint fits the config's model exactly (as ``tools/test.py`` checks)."""
+    from hamseg.apis import init_model
     from hamseg.apis.checkpoint import check_checkpoint_file
-    from hamseg.apis.inference import init_segmentor_from_config
 
-    check_checkpoint_file(init_segmentor_from_config(config), checkpoint)
+    check_checkpoint_file(init_model(config, device="cpu"), checkpoint)
 
 
 def check_inputs(script: str, argv: list[str]) -> list[str]:

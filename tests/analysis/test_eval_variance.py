@@ -16,7 +16,7 @@ from mmengine.runner import Runner
 from mmseg.registry import MODELS
 
 import hamseg.analysis.eval_variance as eval_variance
-from hamseg.analysis import summarize
+from hamseg.analysis.eval_variance import summarize
 from hamseg.cli import build_config
 from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
 from tests.conftest import REPO
@@ -174,10 +174,11 @@ def test_two_eval_seeds_agree_on_nearly_every_pixel_of_a_trained_demo_model(trai
     for seeds 1-4 against 0, 2026-11-24); one draw gives 98.98-99.25%, and less than 8."""
     import cv2
 
-    from hamseg.apis import init_segmentor, predict_label
+    from hamseg.apis import init_model
+    from hamseg.apis.inference import predict_label
 
     checkpoint, data = trained_demo
-    model = init_segmentor(checkpoint, device="cpu")
+    model = init_model(None, checkpoint, device="cpu")
     images = sorted(glob.glob(osp.join(data, "img_dir", "val", "*.png")))[:40]
     images = [cv2.imread(path)[:, :, ::-1] for path in images]  # RGB
 

@@ -1,4 +1,4 @@
-"""hamseg.analysis.feature_maps and tools/analysis/feature_maps.py (paper Fig. 6)."""
+"""hamseg.analysis.features (feature maps) and tools/analysis/feature_maps.py (paper Fig. 6)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from hamseg.analysis import capture_features, pca_rgb, pick_channels, select_channels
-from hamseg.apis import collect_inputs, init_segmentor, predict_label, read_image_rgb
+from hamseg.analysis.features import capture_features, pca_rgb, pick_channels, select_channels
+from hamseg.apis import init_model
+from hamseg.apis.images import collect_inputs, read_image_rgb
+from hamseg.apis.inference import predict_label
 from hamseg.utils.errors import UsageError
 from tests.conftest import REPO
 from tests.helpers import one_thread  # noqa: F401  (fixture)
@@ -19,7 +21,7 @@ from tests.helpers import one_thread  # noqa: F401  (fixture)
 
 def test_capture_features_hooks_the_hamburger(setup, one_thread):  # noqa: F811
     ckpt, images, _ = setup
-    model = init_segmentor(ckpt)
+    model = init_model(None, ckpt, device="cpu")
     paths = collect_inputs([images])
     rows = list(capture_features(model, "decode_head.hamburger", paths, progress=False))
     assert [r[0] for r in rows] == paths

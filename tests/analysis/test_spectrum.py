@@ -1,4 +1,5 @@
-"""hamseg.analysis.spectrum and tools/analysis/spectrum.py (paper Fig. 5) on a tiny checkpoint."""
+"""hamseg.analysis.features (spectrum) and tools/analysis/spectrum.py (paper Fig. 5) on a tiny
+checkpoint."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from hamseg.analysis import compute_spectra, cumulative_energy, get_module, write_spectrum
-from hamseg.apis import collect_inputs, init_segmentor
+from hamseg.analysis.features import compute_spectra, cumulative_energy, get_module, write_spectrum
+from hamseg.apis import init_model
+from hamseg.apis.images import collect_inputs
 from tests.conftest import REPO
 from tests.helpers import DEMO_FCN, make_checkpoint, one_thread  # noqa: F401  (fixture)
 
@@ -27,7 +29,7 @@ def test_cumulative_energy_known_spectra():
 
 def test_spectra_png_and_json(setup, one_thread):  # noqa: F811
     ckpt, images, root = setup
-    model = init_segmentor(ckpt)
+    model = init_model(None, ckpt, device="cpu")
     before, after = compute_spectra(
         model, "decode_head.hamburger", collect_inputs([images]), 16, progress=False
     )
@@ -64,7 +66,7 @@ def test_cli_prints_the_curve_and_writes_png_and_json(setup):
 def test_no_hamburger_is_a_clear_error(setup, tmp_path):
     _, images, _ = setup
     ckpt = make_checkpoint(str(tmp_path / "fcn.pth"), DEMO_FCN)
-    model = init_segmentor(ckpt)
+    model = init_model(None, ckpt, device="cpu")
     with pytest.raises(ValueError, match="no module 'decode_head.hamburger'"):
         compute_spectra(model, "decode_head.hamburger", collect_inputs([images]), 4, False)
     assert get_module(model, "decode_head.conv_seg") is model.decode_head.conv_seg

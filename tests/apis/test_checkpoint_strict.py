@@ -7,11 +7,13 @@ import torch
 from mmseg.models import SegTTAModel
 from torch import nn
 
-from hamseg.apis import (
+from hamseg.apis import init_model
+from hamseg.apis.checkpoint import (
     CheckpointMismatchError,
+    check_checkpoint_file,
     check_state_dict,
-    init_segmentor,
     load_checkpoint_strict,
+    reinitialised_by_load_from,
 )
 from hamseg.cli import run_cli
 from hamseg.utils.errors import UsageError
@@ -93,8 +95,6 @@ def test_classifier_of_the_same_class_count_with_other_inputs_names_no_classes(t
         "checkpoint 'x.pth' does not fit the model: decode_head.conv_seg.weight is (3, 6, 1, 1) "
         "in the checkpoint and (3, 4, 1, 1) in the model"
     )
-    from hamseg.apis import reinitialised_by_load_from
-
     path = str(tmp_path / "wide.pth")
     torch.save(dict(meta={}, state_dict=ckpt), path)
     assert reinitialised_by_load_from(_Segmentor(3, width=4), path) == (
@@ -160,20 +160,18 @@ def test_run_cli_prints_one_line_and_exits_2(tmp_path, capsys):
     assert "the checkpoint has 3 classes, the config has 5" in err
 
 
-def test_init_segmentor_refuses_a_checkpoint_of_another_class_count(tmp_path):
+def test_init_model_refuses_a_checkpoint_of_another_class_count(tmp_path):
     ckpt = make_checkpoint(str(tmp_path / "three.pth"), num_classes=3)
     cfg = tmp_path / "five.py"
     cfg.write_text(f"_base_ = [{DEMO_NMF!r}]\nmodel = dict(decode_head=dict(num_classes=5))\n")
     with pytest.raises(CheckpointMismatchError, match="has 3 classes, the config has 5"):
-        init_segmentor(ckpt, str(cfg))
-    model = init_segmentor(ckpt)  # with its own stored config it fits
+        init_model(str(cfg), ckpt, device="cpu")
+    model = init_model(None, ckpt, device="cpu")  # with its own stored config it fits
     assert model.decode_head.conv_seg.out_channels == 3
     assert model.dataset_meta["classes"] == ["class 0", "class 1", "class 2"]
 
 
 def test_check_checkpoint_file_does_not_load_and_sees_through_tta(tmp_path):
-    from hamseg.apis import check_checkpoint_file
-
     path = _save(_Segmentor(3), tmp_path / "three.pth")
     model = _Segmentor(5)
     before = model.decode_head.align.weight.clone()
@@ -186,8 +184,6 @@ def test_check_checkpoint_file_does_not_load_and_sees_through_tta(tmp_path):
 
 
 def test_reinitialised_by_load_from_names_what_keeps_its_init(tmp_path):
-    from hamseg.apis import reinitialised_by_load_from
-
     path = _save(_Segmentor(3), tmp_path / "three.pth")
     assert reinitialised_by_load_from(_Segmentor(3), path) is None
     assert reinitialised_by_load_from(_Segmentor(5), path) == (

@@ -1,5 +1,5 @@
-"""hamseg.apis.compare_heads and tools/compare_demo_heads.py: table, chart and resume from stored
-run results (no training), and how one run is launched."""
+"""hamseg.apis.demo.compare_heads and tools/compare_demo_heads.py: table, chart and resume from
+stored run results (no training), and how one run is launched."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import sys
 import cv2
 import pytest
 
-from hamseg.apis.compare_heads import HEADS, compare_heads, run_one
+from hamseg.apis.demo import HEADS, chart_labels, compare_heads, run_one
 from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
 from hamseg.utils.errors import UsageError
 from tests.conftest import REPO
@@ -45,7 +45,7 @@ def test_table_chart_and_resume(tmp_path):
     generate_context_shapes(data, ContextShapesConfig(size=32, num_train=1, num_val=1), False)
     out = str(tmp_path / "cmp")
     values = {"FCN": [60.0, 62.0, 64.0], "HamHead-NMF": [90.0, 91.0, 95.0]}
-    for name, config in HEADS:
+    for name, config in HEADS.items():
         if name in values:
             stem = osp.splitext(osp.basename(config))[0]
             for seed, v in enumerate(values[name]):
@@ -105,8 +105,6 @@ def test_run_one_launches_resumes_and_reports_failures(tmp_path):
 
 
 def test_chart_names_each_heads_backbone():
-    from hamseg.apis.compare_heads import chart_labels
-
     def rows(*names, seeds=(0,)):
         return [dict(name=n, seeds=list(seeds), max_iters=500) for n in names]
 
@@ -116,7 +114,7 @@ def test_chart_names_each_heads_backbone():
     assert labels == list(segnext)
     title, _ = chart_labels(rows("FCN", "HamHead-NMF", seeds=(0, 1, 2)))
     assert title == "Context Shapes, ResNetV1c-18 OS8, 500 iters, 3 seeds (dots)"
-    title, labels = chart_labels(rows(*(name for name, _ in HEADS)))  # the full comparison
+    title, labels = chart_labels(rows(*HEADS))  # the full comparison
     assert "ResNet" not in title and "MSCAN" not in title
     assert labels[0] == "FCN\n(ResNetV1c-18 OS8)"
     assert labels[-1] == "SegNeXt-T HamLightHead\n(MSCAN-T)"

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from hamseg.apis import export as export_api
-from hamseg.apis import init_segmentor
+from hamseg.apis import init_model
 from hamseg.apis.export import (
     ExportError,
     export_onnx,
@@ -54,7 +54,7 @@ def test_exported_logits_equal_pytorch_seeded_at_two_sizes(tmp_path, config):
 def test_the_graph_is_the_seeded_model_and_is_deterministic(tmp_path):
     import onnxruntime as ort
 
-    model = init_segmentor(make_checkpoint(str(tmp_path / "m.pth")), NMF)
+    model = init_model(NMF, make_checkpoint(str(tmp_path / "m.pth")), "cpu")
     path = str(tmp_path / "m.onnx")
     exported = export_onnx(model, path, (65, 65), dynamic=True, seed=3)
     assert model.decode_head.hamburger.ham.eval_seed == 3
@@ -76,7 +76,7 @@ def test_cd_exports_its_ridge_solve_as_an_inverse_equal_to_pytorch(tmp_path):
     in-place write into its diagonal gave relative 73 here: the exporter loses such writes."""
     import onnx
 
-    model = init_segmentor(make_checkpoint(str(tmp_path / "cd.pth"), CD), CD)
+    model = init_model(CD, make_checkpoint(str(tmp_path / "cd.pth"), CD), "cpu")
     path = str(tmp_path / "cd.onnx")
     exported = export_onnx(model, path, (65, 65), dynamic=True)
     ops = {node.op_type for node in onnx.load(path).graph.node}
@@ -108,7 +108,7 @@ def test_a_graph_with_a_random_operator_is_refused_and_removed(
 ):
     """Without the check by head (seed_hams), mmseg's NMF2D exports a RandomUniformLike: the
     graph check refuses it whatever the model."""
-    model = init_segmentor(lightham_checkpoint, LIGHTHAM)
+    model = init_model(LIGHTHAM, lightham_checkpoint, "cpu")
     monkeypatch.setattr(export_api, "seed_hams", lambda model, seed: [])
     out = tmp_path / "l.onnx"
     with pytest.raises(ExportError) as err:
@@ -174,7 +174,7 @@ def test_verify_failure_prints_the_numbers_and_exits_non_zero(tmp_path):
     assert numbers, line
     max_abs, rel, agree = map(float, numbers.groups())
     # the same comparison in this process: the printed numbers are the real ones
-    model = init_segmentor(ckpt, NMF)
+    model = init_model(NMF, ckpt, "cpu")
     exported = export_onnx(model, str(tmp_path / "again.onnx"), (65, 65), seed=0)
     seed_hams(exported, 1)
     (check,) = verify_onnx(exported, str(tmp_path / "again.onnx"), [(1, 3, 65, 65)])
@@ -225,7 +225,7 @@ def test_without_onnxruntime_the_tool_names_the_extra(tmp_path):
 
 
 def test_jit_trace_of_a_seeded_head_is_the_same_at_every_call(tmp_path):
-    model = init_segmentor(make_checkpoint(str(tmp_path / "m.pth")), NMF)
+    model = init_model(NMF, make_checkpoint(str(tmp_path / "m.pth")), "cpu")
     seed_hams(model, 0)
     from hamseg.apis.export import SegmentorLogits
 
@@ -247,7 +247,7 @@ def nmf_onnx(tmp_path_factory, one_thread) -> dict:  # noqa: F811
     tmp = tmp_path_factory.mktemp("nmf_onnx")
     ckpt = make_checkpoint(str(tmp / "m.pth"))
     onnx_file = str(tmp / "m.onnx")
-    export_onnx(init_segmentor(ckpt, NMF), onnx_file, (64, 64), dynamic=True, seed=0)
+    export_onnx(init_model(NMF, ckpt, "cpu"), onnx_file, (64, 64), dynamic=True, seed=0)
     images = tmp / "images"
     images.mkdir()
     rng = np.random.default_rng(0)
@@ -293,7 +293,8 @@ def test_infer_with_an_onnx_model_of_another_class_count_is_one_line_naming_both
     naming both files, exit 2, nothing written (it used to write wrongly labelled overlays)."""
     three = make_checkpoint(str(tmp_path / "three.pth"), num_classes=3)
     onnx_file = str(tmp_path / "three.onnx")
-    export_onnx(init_segmentor(three), onnx_file, (64, 64), seed=0)  # its stored 3-class config
+    three_classes = init_model(None, three, "cpu")  # its stored 3-class config
+    export_onnx(three_classes, onnx_file, (64, 64), seed=0)
     images, out = nmf_onnx["images"], tmp_path / "out"
     ort = ["--backend", "onnxruntime", "--model", onnx_file, "--out-dir", str(out)]
     for names_from in (["--config", NMF], ["--checkpoint", nmf_onnx["ckpt"]]):
@@ -311,8 +312,7 @@ def test_the_class_count_is_checked_at_the_first_run_when_the_graph_does_not_say
     """A graph whose logits have a symbolic channel dimension: checked on the first output."""
     from onnx import TensorProto, helper, save
 
-    from hamseg.apis.inference import init_segmentor_from_config
-    from hamseg.apis.onnx_backend import use_onnxruntime
+    from hamseg.apis.export import use_onnxruntime
     from hamseg.utils.errors import UsageError
 
     dims = ["n", "c", "h", "w"]
@@ -324,7 +324,7 @@ def test_the_class_count_is_checked_at_the_first_run_when_the_graph_does_not_say
     )
     path = str(tmp_path / "identity.onnx")
     save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    model = init_segmentor_from_config(NMF)
+    model = init_model(NMF, device="cpu")  # no weights
     assert model.dataset_meta["classes"][0] == "background"  # the config's dataset
     use_onnxruntime(model, path, names_from=("config", NMF))  # no shape to check yet
     with pytest.raises(UsageError) as err:
@@ -340,7 +340,7 @@ def test_the_class_count_is_checked_at_the_first_run_when_the_graph_does_not_say
 def test_other_heads_export_and_match(tmp_path, name):
     """PolyNLHead and the SegNeXt head (HamLightHead on MSCAN-T) export like HamHead."""
     config = osp.join(DEMO, name)
-    model = init_segmentor(make_checkpoint(str(tmp_path / "m.pth"), config), config)
+    model = init_model(config, make_checkpoint(str(tmp_path / "m.pth"), config), "cpu")
     path = str(tmp_path / "m.onnx")
     exported = export_onnx(model, path, (64, 64), dynamic=True, seed=0)
     for check in verify_onnx(exported, path, [(1, 3, 64, 64), (2, 3, 96, 64)]):

@@ -9,10 +9,10 @@ import cv2
 import numpy as np
 import pytest
 
-from hamseg.apis import (
+from hamseg.apis import init_model
+from hamseg.apis.images import (
     collect_inputs,
     draw_overlay,
-    init_segmentor,
     output_name,
     read_image_rgb,
     segment_images,
@@ -28,7 +28,7 @@ def ckpt(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def model(ckpt, one_thread):  # noqa: F811
-    return init_segmentor(ckpt)
+    return init_model(None, ckpt, device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_draw_overlay_exact_colours_and_legend():
     assert (full[:, 30:].reshape(-1, 3) == [200, 0, 0]).all(1).any()
 
 
-def test_init_segmentor_takes_config_and_classes_from_the_checkpoint(model):
+def test_init_model_takes_config_and_classes_from_the_checkpoint(model):
     assert model.decode_head.num_classes == 7 and not model.training
     assert model.dataset_meta["classes"][1] == "red team"
     assert model.cfg.model.decode_head.type == "HamHead"

@@ -97,7 +97,7 @@ def measured_demo_metrics() -> dict[str, dict[str, float]]:
     """Config -> the metrics its metafile entry must have, from every table that
     tools/compare_demo_heads.py wrote (docs/demo_results*.md): over several seeds the mean
     ``mIoU`` and ``mIoU std (N seeds)``, over one seed ``mIoU (1 seed)``."""
-    from hamseg.apis.compare_heads import HEADS
+    from hamseg.apis.demo import HEADS
 
     configs = dict(HEADS)  # display name in the tables -> config
     measured = {}

@@ -1,13 +1,11 @@
 """How much one checkpoint's mIoU depends on the ham's random dictionary (any mmseg config).
 
-A seed sweep evaluates once per ``eval_seed`` for each ensemble size K (``eval_draws``) and times
-each evaluation, the K values side by side; random evaluations draw new dictionaries at every
-forward (``eval_seed=None``, one draw, as mmseg's LightHamHead)::
-
     python tools/analysis/eval_variance.py CONFIG CHECKPOINT --seeds 0 1 2 3 4 --draws 1 8 --runs 10
     python tools/analysis/eval_variance.py CONFIG CHECKPOINT --runs 5     # random evaluations only
 
-Without ``--seeds`` no sweep runs; without ``--draws`` the sweep uses the config's ``eval_draws``.
+--seeds: one timed evaluation per eval_seed and ensemble size K (--draws, default the config's
+eval_draws); --runs: evaluations with new dictionaries at every forward (eval_seed=None, one
+draw, as mmseg's LightHamHead). docs/evaluation.md.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 # isort: split
 from mmengine.config import DictAction  # noqa: E402
 
-from hamseg.analysis.eval_variance import (  # noqa: E402
+from hamseg.analysis.eval_variance import (  # noqa: E402  # noqa: E402
     Evaluation,
     evaluate_repeatedly,
     hams,
@@ -55,9 +53,9 @@ def main() -> None:
     check_dataset_paths(cfg, splits=("test",))
     evaluation = Evaluation(cfg, checkpoint, args.metric)
     found = hams(evaluation.model)
+    if args.seeds and not found:
+        raise CLIError("--seeds: the model has no hamseg ham (NMF, CD, VQ); use --runs")
     if args.seeds:
-        if not found:
-            raise CLIError("--seeds: the model has no hamseg ham (NMF, CD, VQ); use --runs")
         rows = seed_sweep(evaluation, args.seeds, args.draws or [found[0].eval_draws])
         print(f"{args.metric} per eval_seed ({', '.join(map(str, args.seeds))}):")
         for row in rows:

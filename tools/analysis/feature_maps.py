@@ -1,15 +1,10 @@
 """Feature maps before and after the Hamburger (paper Sec. 4 / App., Fig. 6).
 
-One row per image: the image, the prediction, the first three principal components of the
-features before (Z) and after (Y) the Hamburger shown as RGB, then a few channels before/after
-on a shared colour scale per channel. By default the channels are those the Hamburger changes
-most (largest mean |Y - Z| relative to |Z|, over the images); ``--channels`` picks them.
-
-Usage::
-
     python tools/analysis/feature_maps.py data/context_shapes/img_dir/val --max-images 4 \
-        --checkpoint work_dirs/demo/hamhead-nmf_r18-d8_context-shapes/iter_400.pth \
-        --out work_dirs/analysis/feature_maps.png
+        --checkpoint work_dirs/demo/hamhead-nmf_r18-d8_context-shapes/iter_500.pth
+
+Per image: the prediction, the first three principal components of the Hamburger's input Z and
+output Y as RGB, and the channels it changes most (or --channels) before and after.
 """
 
 from __future__ import annotations
@@ -17,25 +12,25 @@ from __future__ import annotations
 import argparse
 import os.path as osp
 import sys
-from typing import Optional
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 
 import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before mmseg is used)
 
 # isort: split
-from hamseg.analysis import (  # noqa: E402
+from hamseg.analysis.features import (  # noqa: E402
     HAMBURGER,
     capture_features,
     draw_feature_maps,
-    select_channels,
+    select_channels,  # noqa: E402
 )
-from hamseg.apis import class_info, collect_inputs, init_segmentor  # noqa: E402
+from hamseg.apis import init_model  # noqa: E402
+from hamseg.apis.images import collect_inputs  # noqa: E402
+from hamseg.apis.inference import class_info  # noqa: E402
 from hamseg.cli import CLIError, run_cli  # noqa: E402
 
 
-def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
-    """Command-line options."""
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("inputs", nargs="+", help="image files, folders or .txt lists of paths")
     p.add_argument("--checkpoint", required=True, help="checkpoint of a HamHead model")
@@ -47,23 +42,16 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--channels", type=int, nargs="+", default=None, help="explicit channels")
     p.add_argument("--device", default="cpu")
     p.add_argument("--no-progress", action="store_true")
-    return p.parse_args(argv)
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    """Draw the figure; returns the exit code."""
-    args = parse_args(argv)
+    args = p.parse_args(argv)
     paths = collect_inputs(args.inputs)[: args.max_images]
     if not paths:
         raise CLIError("no images found in the inputs")
-    model = init_segmentor(args.checkpoint, args.config, args.device)
-    classes, palette = class_info(model)
+    model = init_model(args.config, args.checkpoint, args.device)
     rows = list(capture_features(model, args.module, paths, not args.no_progress))
     channels = select_channels(rows, args.channels, args.num_channels)
     title = f"{args.module}: before (Z) / after (Y), {osp.basename(args.checkpoint)}"
-    draw_feature_maps(rows, channels, classes, palette, args.out, title)
-    print(f"channels shown: {channels}")
-    print(f"wrote {args.out}")
+    draw_feature_maps(rows, channels, *class_info(model), args.out, title)
+    print(f"channels shown: {channels}\nwrote {args.out}")
     return 0
 
 

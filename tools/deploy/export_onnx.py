@@ -1,14 +1,10 @@
-"""Export a segmentor to ONNX (deterministic dictionary) and optionally verify it with ONNX Runtime.
+"""Export a segmentor to ONNX (seeded dictionary) and optionally verify it with ONNX Runtime.
 
     python tools/deploy/export_onnx.py CONFIG CHECKPOINT --out model.onnx [--shape H W]
         [--dynamic] [--opset 17] [--seed 0] [--verify]
 
-Input: the normalised float32 (N, 3, H, W) tensor of mmseg's data preprocessor; output: the
-logits (N, num_classes, H, W) of ``encode_decode``. Exit 2 with one line for bad input (a
-missing file, --shape values that are not positive, an --opset outside the exporter's range or
-one the model cannot be recorded at) and for a model that cannot export deterministically
-(mmseg's LightHamHead, a graph with a random operator); exit 1 when --verify fails.
-docs/deploy.md.
+Graph: preprocessed (N, 3, H, W) float32 -> logits (N, K, H, W). Exit 2 with one line for bad
+input or a model that cannot export deterministically; 1 when --verify fails. docs/deploy.md.
 """
 
 from __future__ import annotations
@@ -22,8 +18,8 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before mmseg is used)
 
 # isort: split
-from hamseg.apis import init_segmentor  # noqa: E402
-from hamseg.apis.export import (  # noqa: E402
+from hamseg.apis import init_model  # noqa: E402
+from hamseg.apis.export import (  # noqa: E402  # noqa: E402
     check_export_options,
     export_onnx,
     opset_range,
@@ -31,7 +27,6 @@ from hamseg.apis.export import (  # noqa: E402
     verify_onnx,
 )
 from hamseg.cli import run_cli  # noqa: E402
-from hamseg.compat.package_lookup import config_file  # noqa: E402
 
 
 def main() -> None:
@@ -45,25 +40,19 @@ def main() -> None:
         "--opset", type=int, default=17, help="ONNX opset, {} to {}".format(*opset_range())
     )
     p.add_argument("--seed", type=int, default=0, help="eval_seed of every ham")
-    p.add_argument(
-        "--verify",
-        action="store_true",
-        help="compare ONNX Runtime with PyTorch; exit 1 above 1e-4 relative",
-    )
+    p.add_argument("--verify", action="store_true", help="compare with PyTorch; exit 1 above 1e-4")
     args = p.parse_args()
     require_deploy()
     shape = tuple(args.shape)
     check_export_options(shape, args.opset)  # before the model is built
-    model = init_segmentor(args.checkpoint, config_file(args.config))
+    model = init_model(args.config, args.checkpoint, device="cpu")
     exported = export_onnx(model, args.out, shape, args.dynamic, args.opset, args.seed)
     print(f"wrote {args.out} (input (N, 3, {shape[0]}, {shape[1]}), seed {args.seed})")
     if args.verify:
-        shapes = [(1, 3, *shape)]
-        if args.dynamic:
-            shapes.append((2, 3, shape[0] + 32, shape[1] - 16 if shape[1] > 48 else shape[1] + 16))
+        h, w = shape
+        shapes = [(1, 3, h, w)] + ([(2, 3, h + 32, w - 16 if w > 48 else w + 16)] * args.dynamic)
         checks = verify_onnx(exported, args.out, shapes)
-        for check in checks:
-            print(check.line())
+        print("\n".join(check.line() for check in checks))
         if not all(c.ok for c in checks):
             sys.exit(1)
 
