@@ -51,7 +51,7 @@ def test_report_collects_tests_numbers_steps_and_benchmarks(tmp_path):
 
 def _fixtures() -> dict[str, tuple[dict, str]]:
     """One output of each benchmark gpu_check.sh runs, as each writes it: JSON and its table."""
-    from hamseg.benchmark import deploy, segnext
+    from hamseg.benchmark import deploy, models
 
     context = {
         "env": {"device": "cuda", "rates": [1.5e12, 1.4e12], "shape": [1, 512, 128, 128]},
@@ -69,14 +69,14 @@ def _fixtures() -> dict[str, tuple[dict, str]]:
             dict(part="decode head", time_ours=0.0421, time_mmseg=0.0512, time_ratio=0.8222656,
                  spread=0.031, mem_ours=123456789, mem_mmseg=234567890, mem_ratio=0.5263),
         ],
-        probe=[1.25e13, 1.2e13], batch=2, size=512, runs=5, device="cuda:0",
+        batch=2, size=512, runs=5, device="cuda:0",
     )  # fmt: skip
     latency = dict(eager=0.0456, onnxruntime=0.0123, ratio=0.2697, spread=0.05, runs=10, size=128)
     rows = [("demo HamHead-NMF", latency)]
     return {
         "context/benchmark_context": (context, "| Module | Infer ms |\n|---|---:|\n| Ham | 1.2 |"),
         "model/benchmark_model": (model, "| model | s/iter |\n| --- | --- |\n| HamNet | 0.683 |"),
-        "segnext/segnext": (seg, segnext.markdown(seg)),
+        "segnext/segnext": (seg, models.segnext_markdown(seg)),
         "deploy/deploy": (deploy.as_json(rows), deploy.markdown(rows)),
     }
 
@@ -115,7 +115,7 @@ def test_report_carries_every_number_of_every_benchmark(tmp_path):
         "| rows.0.iter_s_all | [0.67, 0.69] |",
         "| rows.0.time_ratio | 0.8222656 |",  # segnext
         "| rows.0.mem_mmseg | 234567890 |",
-        "| probe | [12500000000000.0, 12000000000000.0] |",
+        "| size | 512 |",
         "| rows.0.onnxruntime | 0.0123 |",  # deploy
         "| rows.0.label | demo HamHead-NMF |",
         "| s_per_iter | 0.41 |",  # recorded by a test
