@@ -14,17 +14,37 @@ from hamseg.benchmark.gpu_check import collect, flatten, markdown, write_report
 from tests.benchmark.tools import run_tool
 from tests.conftest import REPO
 
-JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
-<testcase classname="tests.gpu.test_cuda_paths" name="test_a" time="1.5"/>
-<testcase classname="tests.gpu.test_cuda_paths" name="test_b" time="0.2">
-<failure message="AssertionError: 1 != 2">trace</failure></testcase>
-<testcase classname="tests.gpu.test_cuda_training" name="test_c" time="0.0">
-<skipped message="CUDA is not available"/></testcase>
-</testsuite></testsuites>"""
+PYTEST_TESTS = """import pytest
+
+def test_a():
+    pass
+
+def test_b():
+    assert 1 == 2, "one is not two"
+
+@pytest.mark.skip(reason="CUDA is not available")
+def test_c():
+    pass
+
+@pytest.mark.parametrize("k", ["a b"])
+def test_d(k):
+    pass
+"""
+
+
+def _pytest_output(tmp_path) -> str:
+    """pytest's own ``-v -rfE`` output of a pass, a failure, a skip and a parametrised test, as
+    gpu_check.sh saves it (pytest.txt)."""
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "test_gpu_cases.py").write_text(PYTEST_TESTS)
+    cmd = [sys.executable, "-m", "pytest", "-v", "-rfE", "-p", "no:cacheprovider", "cases"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    return proc.stdout
 
 
 def test_report_collects_tests_numbers_steps_and_benchmarks(tmp_path):
-    (tmp_path / "pytest.xml").write_text(JUNIT)
+    (tmp_path / "pytest.txt").write_text(_pytest_output(tmp_path))
     (tmp_path / "test_ham_voc_train.json").write_text(json.dumps({"s_per_iter": 0.41}))
     (tmp_path / "steps.json").write_text(
         json.dumps([{"command": "python -m pytest -m gpu", "exit_code": 1, "seconds": 12}])
@@ -32,18 +52,19 @@ def test_report_collects_tests_numbers_steps_and_benchmarks(tmp_path):
     os.makedirs(tmp_path / "model")
     (tmp_path / "model" / "benchmark_model.json").write_text(json.dumps({"rows": [1]}))
     report = collect(str(tmp_path))
-    assert [(t["name"].split("::")[1], t["outcome"]) for t in report["tests"]] == [
-        ("test_a", "passed"),
-        ("test_b", "failed"),
-        ("test_c", "skipped"),
+    assert [(t["name"], t["outcome"], t["message"]) for t in report["tests"]] == [
+        ("cases/test_gpu_cases.py::test_a", "passed", ""),
+        ("cases/test_gpu_cases.py::test_b", "failed", "AssertionError: one is not two"),
+        ("cases/test_gpu_cases.py::test_c", "skipped", "CUDA is not available"),
+        ("cases/test_gpu_cases.py::test_d[a b]", "passed", ""),
     ]
-    assert report["tests"][1]["message"] == "AssertionError: 1 != 2"
     assert report["recorded"] == {"ham_voc_train": {"s_per_iter": 0.41}}
     assert report["benchmarks"] == {"model/benchmark_model.json": {"rows": [1]}}
     assert report["tables"] == {}
     assert report["machine"]["torch"] == torch.__version__
     md = markdown(report)
-    assert "## GPU tests: 1 passed, 1 failed, 1 skipped" in md
+    assert "## GPU tests: 2 passed, 1 failed, 1 skipped" in md
+    assert "| cases/test_gpu_cases.py::test_c | skipped | CUDA is not available |" in md
     assert "| `python -m pytest -m gpu` | 1 | 12 |" in md
     js, out = write_report(str(tmp_path))
     assert json.load(open(js))["tests"] == report["tests"] and open(out).read() == md
