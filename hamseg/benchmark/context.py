@@ -150,35 +150,35 @@ def evaluate_targets(rows: dict[str, dict], shape: tuple[int, ...]) -> list[dict
 
     nmf, peer, sa = rows.get("ham_nmf"), rows.get("mmseg_ham"), rows.get("sa")
     if nmf and "infer_x_floor" in nmf:
-        v, detail = nmf["infer_x_floor"], f"{nmf['infer_ms']:.1f} ms vs floor "
-        detail += f"{nmf['infer_floor_ms']:.1f} ms"
+        v = nmf["infer_x_floor"]
+        detail = f"{nmf['infer_ms']:.1f} ms vs floor {nmf['infer_floor_ms']:.1f} ms"
         if "infer_run_floor_ms" in nmf:
-            detail += (
-                f" (the floor of the products it runs, {nmf['macs_run'] / 1e9:.2f}G MACs: "
-                f"{nmf['infer_run_floor_ms']:.1f} ms, "
-                f"x{nmf['infer_ms'] / nmf['infer_run_floor_ms']:.2f})"
-            )
+            run_ms, macs_run = nmf["infer_run_floor_ms"], nmf["macs_run"] / 1e9
+            detail += f" (the floor of the products it runs, {macs_run:.2f}G MACs: "
+            detail += f"{run_ms:.1f} ms, x{nmf['infer_ms'] / run_ms:.2f})"
         add("Ham (NMF) inference <= 1.2x compute floor", v, "<= 1.2", v <= 1.2, detail)
     if nmf and peer:
-        v, detail = nmf["train_ms"] / peer["train_ms"], f"{nmf['train_ms']:.1f} ms vs "
-        add("Ham (NMF) fwd+bwd <= 0.5x mmseg Hamburger fwd+bwd", v, "<= 0.5", v <= 0.5,
-            detail + f"{peer['train_ms']:.1f} ms")  # fmt: skip
+        v = nmf["train_ms"] / peer["train_ms"]
+        detail = f"{nmf['train_ms']:.1f} ms vs {peer['train_ms']:.1f} ms"
+        add("Ham (NMF) fwd+bwd <= 0.5x mmseg Hamburger fwd+bwd", v, "<= 0.5", v <= 0.5, detail)
         if "train_mem_mb" in nmf and "train_mem_mb" in peer:
             v = nmf["train_mem_mb"] / peer["train_mem_mb"]
             detail = f"{nmf['train_mem_mb']:.0f} MiB vs {peer['train_mem_mb']:.0f} MiB"
             add("Ham (NMF) fwd+bwd peak memory below mmseg Hamburger's", v, "< 1", v < 1, detail)
     if nmf and sa:
-        v, detail = sa["train_ms"] / nmf["train_ms"], f"{sa['train_ms']:.0f} ms / "
-        add("Ham (NMF) fwd+bwd >= 10x faster than SA", v, ">= 10", v >= 10,
-            detail + f"{nmf['train_ms']:.1f} ms")  # fmt: skip
+        v = sa["train_ms"] / nmf["train_ms"]
+        detail = f"{sa['train_ms']:.0f} ms / {nmf['train_ms']:.1f} ms"
+        add("Ham (NMF) fwd+bwd >= 10x faster than SA", v, ">= 10", v >= 10, detail)
     for key, paper in (("ham_nmf", "Ham (NMF)"), ("ham_cd", "Ham (CD)")):
-        if (row := rows.get(key)) and tuple(shape) == PAPER_SHAPE:
-            (params, macs), v = PAPER_TABLE3[paper][:2], row["params"] / M.MIB
-            add(f"{paper} params {params:.2f}M", v, f"{params:.2f}", round(v, 2) == params,
-                f"{row['params']:,} parameters")  # fmt: skip
-            if "macs" in row:
-                v, detail = row["macs"] / 1e9 / macs - 1, f"{row['macs'] / 1e9:.2f} G counted"
-                add(f"{paper} MACs within 5% of {macs}G", v, "|.| <= 0.05", abs(v) <= 0.05, detail)
+        if not (row := rows.get(key)) or tuple(shape) != PAPER_SHAPE:
+            continue
+        params, macs = PAPER_TABLE3[paper][:2]
+        v = row["params"] / M.MIB
+        detail = f"{row['params']:,} parameters"
+        add(f"{paper} params {params:.2f}M", v, f"{params:.2f}", round(v, 2) == params, detail)
+        if "macs" in row:
+            v, detail = row["macs"] / 1e9 / macs - 1, f"{row['macs'] / 1e9:.2f} G counted"
+            add(f"{paper} MACs within 5% of {macs}G", v, "|.| <= 0.05", abs(v) <= 0.05, detail)
     return out
 
 
@@ -225,11 +225,9 @@ def markdown(result: dict[str, Any]) -> str:
     if hand := [r for r in rows if "macs_hand" in r]:
         lines += [
             "",
-            "MACs cross-check (Hamburger rows): the library's count of the matrix products "
-            "(conv, (b)mm, addmm) of the module calls against the hand count "
-            "(`hamburger_macs(path='module')`), and the hand count of the algorithms as written "
-            "(path='paper'; NMF computes X^T D for its initial codes and again in its first "
-            "update there):",
+            "MACs cross-check (Hamburger rows): the library's count of the matrix products of "
+            "the module calls, the hand count (path='module') and that of the algorithms as "
+            "written (path='paper'; docs/benchmark.md):",
         ]
         lines += [
             f"- {r['label']}: counted {r['macs_products']:,} vs hand "
@@ -240,11 +238,9 @@ def markdown(result: dict[str, Any]) -> str:
         ]
         lines += [
             "",
-            "MACs run (Hamburger rows): the timed inference call computes the same outputs with "
-            "fewer products: the bread after the ham multiplies the factors, (W D) C instead of "
-            "W (D C). Counted on the call as it runs (torch's operator formulas, no module "
-            "hooks) against the hand count of that path (path='fast'). The table's MACs and "
-            "floors are the module calls' count above:",
+            "MACs run (Hamburger rows): the timed inference call, counted as it runs (its bread "
+            "after the ham multiplies the factors, (W D) C), against the hand count of that "
+            "path (path='fast'); the table's MACs and floors are the module calls' count:",
         ]
         lines += [
             f"- {r['label']}: run {r['macs_run']:,} vs hand {r['macs_run_hand']:,}; floor "
@@ -303,11 +299,14 @@ def loglog_slope(points: Sequence[tuple[float, float]]) -> float:
 
 
 def run_sweep(
-    st: Settings, sizes: Sequence[int], keys: Sequence[str] | None = None, max_gb: float = 8.0
+    st: Settings,
+    sizes: Sequence[int],
+    keys: Sequence[str] | None = None,
+    max_pairwise_gb: float = 8.0,
 ) -> dict[str, Any]:
     """Time and memory of the modules ``keys`` (default: ham_nmf and sa) on B x C x S x S for
     each S of ``sizes`` (no counts); quadratic modules skip the sizes whose three n x n maps
-    need more than ``max_gb``.
+    need more than ``max_pairwise_gb``.
 
     Returns:
         ``env``, ``points`` (per module and size; ``skipped`` with the reason) and ``slopes``
@@ -318,8 +317,10 @@ def run_sweep(
     for key in keys:
         for size in sizes:
             point: dict[str, Any] = dict(key=key, label=SPECS[key].label, size=size, n=size**2)
-            if SPECS[key].quadratic and (gb := 3 * b * size**4 * 4 / 1e9) > max_gb:
-                point["skipped"] = f"n^2 maps need ~{gb:.1f} GB > --max-pairwise-gb {max_gb}"
+            if SPECS[key].quadratic and (gb := 3 * b * size**4 * 4 / 1e9) > max_pairwise_gb:
+                point["skipped"] = (
+                    f"n^2 maps need ~{gb:.1f} GB > --max-pairwise-gb {max_pairwise_gb}"
+                )
                 print(f"[sweep] {key} H=W={size}: skipped ({point['skipped']})", flush=True)
             else:
                 print(f"[sweep] {key} H=W={size} ...", flush=True)

@@ -154,24 +154,20 @@ def hamburger_macs(
     latent: int | None = None,
     path: str = "paper",
 ) -> dict[str, int]:
-    """Hand count of the conv and matmul MACs of a Hamburger (one forward, K steps, S = 1).
+    """Hand count of a Hamburger's conv and matmul MACs (one forward, K steps, S = 1).
 
-    With d the ham's channels (``latent``, default C), n = H * W, X of shape (d, n) (paper
-    Sec. 2.2, Alg. 1-3): breads 2 C d n (+ d^2 n for the release's cheese). NMF (Alg. 2): codes
-    init X^T D (n d r); each step X^T D (n d r), D^T D (d r^2), C (D^T D) (n r^2), X C (d n r),
-    C^T C (n r^2), D (C^T C) (d r^2); final code update n d r + d r^2 + n r^2. CD (Alg. 3): each
-    step X^T D and X C (2 n d r); final D^T D (d r^2) and D^T X (d r n); the r x r solve is not
-    counted (nor by the library counter). VQ (Alg. 1): each step 2 n d r; final n d r. All end
-    with the reconstruction D C^T (d r n).
-
-    ``path``: 'paper' (the algorithms as written, and the release); 'module' (hamseg's ham in
-    place: NMF's first update reuses the initial logits X^T D, n d r less); 'fast' ('module' on
-    hamseg's inference path, maps of at least ``Hamburger.fast_path_min_positions``: the bread
-    after the ham multiplies the factors, (W D) C, C_out d r + C_out r n for d r n + C_out d n).
+    d: the ham's channels (``latent``, default C), n = H * W, X: (d, n) (paper Sec. 2.2, Alg.
+    1-3). Breads 2 C d n (+ d^2 n for the release's cheese). NMF: codes init X^T D (n d r); per
+    step X^T D (n d r), D^T D (d r^2), C (D^T D) (n r^2), X C (d n r), C^T C (n r^2), D (C^T C)
+    (d r^2); final update n d r + d r^2 + n r^2. CD: per step X^T D, X C (2 n d r); final D^T D
+    (d r^2), D^T X (d r n), the r x r solve uncounted (as by the library). VQ: per step 2 n d r;
+    final n d r. Then the reconstruction D C^T (d r n). ``path``: 'paper' (as written);
+    'module' (hamseg's ham: NMF's first update reuses X^T D, n d r less); 'fast' ('module' on the
+    inference path, maps >= ``Hamburger.fast_path_min_positions``: the next bread multiplies the
+    factors, (W D) C: C_out d r + C_out r n instead of d r n + C_out d n).
 
     Returns:
-        MACs of the breads ('conv'; on the fast path not the one in the factors), of the ham
-        ('matmul') and their sum ('total').
+        MACs of the breads ('conv'), of the ham ('matmul') and their sum ('total').
     """
     b, c, h, w = shape
     d, n = latent or c, h * w

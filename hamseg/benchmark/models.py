@@ -82,19 +82,22 @@ def default_label(config: str) -> str:
     return "HamNet (HamHead NMF)" if config == HAM else osp.splitext(osp.basename(config))[0]
 
 
-def measure_model(config: str, label: str, no_aux: bool = False, **st: Any) -> dict[str, Any]:
-    """Params, seconds per ``model.train_step`` (median of ``st['iters']`` after
-    ``st['warmup']``, every run, spread) and peak memory of one step on a ``st['batch']`` x 3 x
-    ``st['size']`` x ``st['size']`` synthetic batch on ``st['device']``."""
-    model, optim_wrapper, _ = build_for_training(resolve(config), st["size"], st["device"], no_aux)
-    data = synthetic_batch(st["batch"], st["size"], model.decode_head.num_classes)
+def measure_model(
+    config: str, label: str, size: int, device: torch.device, batch: int = 1, iters: int = 3,
+    warmup: int = 1, memory: bool = True, no_aux: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """Params, seconds per ``model.train_step`` (median of ``iters`` after ``warmup``, every run,
+    spread) and peak memory of one step of ``config`` on a batch x 3 x size x size synthetic
+    batch; without its auxiliary head if ``no_aux``."""
+    model, optim_wrapper, _ = build_for_training(resolve(config), size, device, no_aux)
+    data = synthetic_batch(batch, size, model.decode_head.num_classes)
     row: dict[str, Any] = dict(label=label, config=config, aux_head=model.with_auxiliary_head)
     row["params"] = sum(p.numel() for p in model.parameters())
     step = lambda: model.train_step(data, optim_wrapper)
-    row["iter_s_all"] = t = time_fn(step, st["device"], st["iters"], st["warmup"])
+    row["iter_s_all"] = t = time_fn(step, device, iters, warmup)
     row.update(iter_s=statistics.median(t), spread=spread(t))
-    if st["memory"]:
-        row["peak_mem_mb"] = peak_memory(step, st["device"]) / MIB
+    if memory:
+        row["peak_mem_mb"] = peak_memory(step, device) / MIB
     return row
 
 
@@ -104,24 +107,24 @@ def run_models(
     aux_variant: bool = True,
     **settings: Any,
 ) -> dict[str, Any]:
-    """:func:`measure_model` of every config (``settings``: size, device; batch 1, 3 iters after
-    1 warm-up, memory) and, with ``aux_variant``, of those with an auxiliary head without it.
+    """:func:`measure_model` of every config with ``settings`` (size, device, batch, iters,
+    warmup, memory) and, with ``aux_variant``, of those with an auxiliary head without it.
 
     Returns:
         ``env`` (the settings) and ``rows``, each with ``ratio_to_first``.
     """
-    st = dict(dict(batch=1, iters=3, warmup=1, memory=True), **settings)
     rows = []
     for config, label in zip(configs, labels or [default_label(c) for c in configs]):
         print(f"[benchmark_model] {label} ...", flush=True)
-        rows.append(measure_model(config, label, **st))
+        rows.append(measure_model(config, label, **settings))
         if rows[-1]["aux_head"] and aux_variant:
             print(f"[benchmark_model] {label} without auxiliary head ...", flush=True)
-            rows.append(measure_model(config, f"{label} (no aux head)", True, **st))
+            rows.append(measure_model(config, f"{label} (no aux head)", **settings, no_aux=True))
     for r in rows:
         r["ratio_to_first"] = r["iter_s"] / rows[0]["iter_s"]
-    env = dict(st, device=str(st["device"]), threads=torch.get_num_threads())
-    return dict(env=dict(env, torch=torch.__version__), rows=rows)
+    env = dict(batch=1, iters=3, warmup=1, memory=True) | settings
+    env.update(device=str(env["device"]), threads=torch.get_num_threads(), torch=torch.__version__)
+    return dict(env=env, rows=rows)
 
 
 def model_markdown(result: dict[str, Any]) -> str:

@@ -48,27 +48,18 @@ NOT_AVAILABLE = {
 }
 
 
-class DualAttention(nn.Module):
-    """DANet's PAM(x) + CAM(x), as mmseg's DAHead sums them (PAM on C / 8 channels)."""
+class Branches(nn.Module):
+    """Branches on one input, summed (DANet's PAM + CAM, as mmseg's DAHead sums them) or
+    concatenated (APCNet's ACM or DMNet's DCM, C / 4 channels each, back to C, without the 3x3
+    bottleneck of mmseg's APCHead / DMHead)."""
 
-    def __init__(self, channels: int) -> None:
+    def __init__(self, branches: list[nn.Module], concat: bool) -> None:
         super().__init__()
-        self.pam, self.cam = PAM(channels, max(channels // 8, 1)), CAM()
+        self.branches, self.concat = nn.ModuleList(branches), concat
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.pam(x) + self.cam(x)
-
-
-class PyramidContext(nn.Module):
-    """Four branches of C / 4 channels (APCNet's ACM or DMNet's DCM) concatenated back to C,
-    without the 3x3 bottleneck of mmseg's APCHead / DMHead."""
-
-    def __init__(self, branches: list[nn.Module]) -> None:
-        super().__init__()
-        self.branches = nn.ModuleList(branches)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return torch.cat([branch(x) for branch in self.branches], dim=1)
+        outs = [branch(x) for branch in self.branches]
+        return torch.cat(outs, dim=1) if self.concat else outs[0] + outs[1]
 
 
 class EMAContext(nn.Module):
@@ -120,11 +111,11 @@ def _apc(c: int, r: int, k: int) -> nn.Module:
     # GroupNorm: with batch 1, BN cannot normalise the global-pooling branch in train mode
     b = max(c // 4, 1)
     gn = dict(type="GN", num_groups=math.gcd(max(b // 2, 1), 32), requires_grad=True)
-    return PyramidContext([ACM(s, True, c, b, None, gn, RELU) for s in (1, 2, 3, 6)])
+    return Branches([ACM(s, True, c, b, None, gn, RELU) for s in (1, 2, 3, 6)], True)
 
 
 def _dm(c: int, r: int, k: int) -> nn.Module:
-    return PyramidContext([DCM(s, False, c, max(c // 4, 1), None, BN, RELU) for s in (1, 3, 5, 7)])
+    return Branches([DCM(s, False, c, max(c // 4, 1), None, BN, RELU) for s in (1, 3, 5, 7)], True)
 
 
 _HAM_DESC = dict(NMF="NMF, d=C, r, K", CD="CD (1/T=100, beta=0.1)", VQ="VQ (1/T=100)")
@@ -148,8 +139,8 @@ _ROWS = [
     Spec("sa", "SA", "mmcv NonLocal2d(C, reduction=1), embedded Gaussian, scaled",
          lambda c, r, k: NonLocal2d(c, reduction=1, use_scale=True, mode="embedded_gaussian"),
          quadratic=True),
-    Spec("da", "DA", "mmseg DANet PAM(C, C/8) + CAM", lambda c, r, k: DualAttention(c),
-         quadratic=True),
+    Spec("da", "DA", "mmseg DANet PAM(C, C/8) + CAM",
+         lambda c, r, k: Branches([PAM(c, max(c // 8, 1)), CAM()], concat=False), quadratic=True),
     Spec("apc", "APC",
          "mmseg APCNet ACM x4 (scales 1,2,3,6, fusion, GN), C/4 each, concatenated", _apc),
     Spec("dm", "DM", "mmseg DMNet DCM x4 (filters 1,3,5,7), C/4 each, concatenated", _dm),
