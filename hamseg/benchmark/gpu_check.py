@@ -22,7 +22,7 @@ _FAILURE = re.compile(r"^(?:FAILED|ERROR) (\S+::.+?)(?: - (.*))?$")
 _OUTCOME = dict(PASSED="passed", XPASS="passed", SKIPPED="skipped", XFAIL="skipped")
 
 
-def test_results(text: str) -> list[dict[str, str]]:
+def parse_outcomes(text: str) -> list[dict[str, str]]:
     """Name, outcome (passed, failed: FAILED or ERROR, skipped) and message (the skip reason or
     the failure's) of every test in pytest's ``-v -rfE`` output."""
     tests: dict[str, dict[str, str]] = {}
@@ -35,7 +35,7 @@ def test_results(text: str) -> list[dict[str, str]]:
 
 
 def collect(folder: str) -> dict[str, Any]:
-    """``machine``, ``steps``, ``tests`` (:func:`test_results`), ``recorded`` (test name ->
+    """``machine``, ``steps``, ``tests`` (:func:`parse_outcomes`), ``recorded`` (test name ->
     numbers), ``benchmarks`` (``DIR/FILE.json`` -> content) and ``tables`` (``DIR/FILE.md``)."""
 
     def read(pattern: str) -> dict[str, Any]:
@@ -52,7 +52,7 @@ def collect(folder: str) -> dict[str, Any]:
     return dict(
         machine=machine(),
         steps=read("steps.json").get("steps.json", []),
-        tests=test_results(tests),
+        tests=parse_outcomes(tests),
         recorded=recorded,
         benchmarks=read(osp.join("*", "*.json")),
         tables=read(osp.join("*", "*.md")),
