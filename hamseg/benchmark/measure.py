@@ -109,7 +109,8 @@ def spread(times: Sequence[float]) -> float:
 
 def matmul_rate(device: torch.device, size: int = 2048, runs: int = 5) -> float:
     """fp32 matmul rate (FLOP/s): the median of ``runs`` size^3 products (TF32 off)."""
-    torch.backends.cuda.matmul.allow_tf32 = False
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
     a, b = torch.randn(2, size, size, generator=torch.Generator().manual_seed(0)).to(device)
     out = torch.empty(size, size, device=device)
     times = time_fn(lambda: torch.mm(a, b, out=out), device, runs, 2, budget=30.0)
