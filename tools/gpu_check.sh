@@ -26,7 +26,7 @@ step() {  # run a command, keep going on failure, remember its exit code and tim
   local rc=$?
   steps+=("{\"command\": \"$*\", \"exit_code\": $rc, \"seconds\": $((SECONDS - start))}")
 }
-step "$PY" -m pytest -m gpu -q -p no:cacheprovider --junitxml "$OUT/pytest.xml"
+step "$PY" -m pytest -m gpu -v -rfE -p no:cacheprovider > >(tee "$OUT/pytest.txt")
 step "$PY" tools/benchmark_context.py --device cuda --out-dir "$OUT/context"
 step "$PY" tools/benchmark_model.py --device cuda --size 513 --batch 2 --out-dir "$OUT/model"
 step "$PY" tools/benchmark_segnext.py --device cuda --out-dir "$OUT/segnext"

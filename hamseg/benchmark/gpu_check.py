@@ -1,14 +1,7 @@
-"""The report of ``tools/gpu_check.sh``: what the GPU suite and the CUDA benchmarks found.
-
-``python -m hamseg.benchmark.gpu_check DIR`` collects, from ``DIR`` (``work_dirs/gpu_check``):
-``pytest.xml`` (the ``-m gpu`` run's JUnit report: passed / failed / skipped per test),
-``test_*.json`` (numbers the GPU tests recorded, e.g. the full VOC model's s/iter and peak
-memory), ``*/*.json`` (each benchmark's numbers: gpu_check.sh gives every benchmark its own
-folder, ``context/``, ``model/``, ``segnext/``, ``deploy/``) with the tables the benchmarks
-wrote next to them (``*/*.md``), and ``steps.json`` (each step's command, exit code and seconds),
-adds the machine (device name, capability, memory, driver, torch / CUDA / cuDNN versions) and
-writes ``report.json`` and ``report.md`` there. Both carry every number: ``report.md`` shows
-each benchmark's table and then every value of its JSON, one ``| key | value |`` row each.
+"""The report of ``tools/gpu_check.sh``: ``python -m hamseg.benchmark.gpu_check DIR`` reads, in
+DIR, ``pytest.txt`` (pytest's ``-v -rfE`` output of the GPU tests), ``test_*.json`` (numbers the
+tests recorded), ``*/*.json`` and ``*/*.md`` (each benchmark's numbers and table) and
+``steps.json``, and writes ``report.json`` and ``report.md`` (format: docs/benchmark.md).
 """
 
 from __future__ import annotations
@@ -16,93 +9,54 @@ from __future__ import annotations
 import glob
 import json
 import os.path as osp
-import platform
-import subprocess
+import re
 import sys
-import xml.etree.ElementTree as ET
 from typing import Any
 
-__all__ = ["collect", "flatten", "machine", "markdown", "test_results", "write_report"]
+from .measure import machine
+
+#: A test's line in pytest's verbose output (name, outcome, skip reason) and a failure's line in
+#: its short summary (name, message).
+_TEST = re.compile(r"^(\S+::.+?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)(?: \((.*)\))?( +\[.*)?$")
+_FAILURE = re.compile(r"^(?:FAILED|ERROR) (\S+::.+?)(?: - (.*))?$")
+_OUTCOME = dict(PASSED="passed", XPASS="passed", SKIPPED="skipped", XFAIL="skipped")
 
 
-def machine() -> dict[str, Any]:
-    """Device and software versions (the device fields only with CUDA)."""
-    import torch
-
-    info: dict[str, Any] = dict(
-        python=platform.python_version(),
-        torch=torch.__version__,
-        cuda=torch.version.cuda,
-        cudnn=torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
-        cuda_available=torch.cuda.is_available(),
-    )
-    if torch.cuda.is_available():
-        props = torch.cuda.get_device_properties(0)
-        info.update(
-            device=props.name,
-            capability=f"{props.major}.{props.minor}",
-            memory_gib=round(props.total_memory / 2**30, 2),
-            device_count=torch.cuda.device_count(),
-        )
-        try:
-            query = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
-            info["driver"] = subprocess.run(query, capture_output=True, text=True).stdout.strip()
-        except OSError:
-            info["driver"] = None
-    return info
-
-
-def test_results(junit_xml: str) -> list[dict[str, Any]]:
-    """(name, outcome, seconds, message) of every test case in a JUnit XML file."""
-    results = []
-    for case in ET.parse(junit_xml).getroot().iter("testcase"):
-        outcome, message = "passed", ""
-        for tag in ("failure", "error", "skipped"):
-            node = case.find(tag)
-            if node is not None:
-                outcome = "failed" if tag in ("failure", "error") else "skipped"
-                message = " ".join((node.get("message") or "").split())[:200]
-        name = f"{case.get('classname', '')}::{case.get('name', '')}"
-        results.append(
-            dict(name=name, outcome=outcome, seconds=float(case.get("time", 0)), message=message)
-        )
-    return results
-
-
-def _load(path: str) -> Any:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+def parse_outcomes(text: str) -> list[dict[str, str]]:
+    """Name, outcome (passed, failed: FAILED or ERROR, skipped) and message (the skip reason or
+    the failure's) of every test in pytest's ``-v -rfE`` output."""
+    tests: dict[str, dict[str, str]] = {}
+    for line in text.splitlines():
+        if m := _TEST.match(line):
+            tests[m[1]] = dict(name=m[1], outcome=_OUTCOME.get(m[2], "failed"), message=m[3] or "")
+        elif (m := _FAILURE.match(line)) and m[1] in tests:
+            tests[m[1]]["message"] = " ".join((m[2] or "").split())[:200]
+    return list(tests.values())
 
 
 def collect(folder: str) -> dict[str, Any]:
-    """Everything in ``folder`` (see the module docstring) plus :func:`machine`.
+    """``machine``, ``steps``, ``tests`` (:func:`parse_outcomes`), ``recorded`` (test name ->
+    numbers), ``benchmarks`` (``DIR/FILE.json`` -> content) and ``tables`` (``DIR/FILE.md``)."""
 
-    Returns:
-        ``machine``, ``steps``, ``tests`` (:func:`test_results`), ``recorded`` (test name ->
-        numbers), ``benchmarks`` (``DIR/FILE.json`` -> the file's content) and ``tables``
-        (``DIR/FILE.md`` -> the markdown a benchmark wrote).
-    """
-    junit = osp.join(folder, "pytest.xml")
-    steps = osp.join(folder, "steps.json")
+    def read(pattern: str) -> dict[str, Any]:
+        found = {}
+        for path in sorted(glob.glob(osp.join(folder, pattern))):
+            with open(path, encoding="utf-8") as f:
+                found[osp.relpath(path, folder)] = (
+                    json.load(f) if path.endswith("json") else f.read()
+                )
+        return found
 
-    def files(pattern: str) -> list[str]:
-        return sorted(glob.glob(osp.join(folder, pattern)))
-
+    tests = read("pytest.txt").get("pytest.txt", "")
+    recorded = {k[len("test_") : -len(".json")]: v for k, v in read("test_*.json").items()}
     return dict(
         machine=machine(),
-        steps=_load(steps) if osp.isfile(steps) else [],
-        tests=test_results(junit) if osp.isfile(junit) else [],
-        recorded={
-            osp.basename(p)[len("test_") : -len(".json")]: _load(p) for p in files("test_*.json")
-        },
-        benchmarks={osp.relpath(p, folder): _load(p) for p in files(osp.join("*", "*.json"))},
-        tables={osp.relpath(p, folder): _read(p) for p in files(osp.join("*", "*.md"))},
+        steps=read("steps.json").get("steps.json", []),
+        tests=parse_outcomes(tests),
+        recorded=recorded,
+        benchmarks=read(osp.join("*", "*.json")),
+        tables=read(osp.join("*", "*.md")),
     )
-
-
-def _read(path: str) -> str:
-    with open(path, encoding="utf-8") as f:
-        return f.read()
 
 
 def flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -120,58 +74,45 @@ def flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return [leaf for key, v in items for leaf in flatten(v, f"{prefix}.{key}" if prefix else key)]
 
 
-def _cell(value: Any) -> str:
-    """A table cell: the value as JSON (numbers at full precision), ``|`` escaped."""
-    text = value if isinstance(value, str) else json.dumps(value)
-    return " ".join(text.split()).replace("|", "\\|")
-
-
 def _numbers_table(value: Any) -> list[str]:
-    lines = ["| key | value |", "| --- | --- |"]
-    return lines + [f"| {_cell(k)} | {_cell(v)} |" for k, v in flatten(value)]
+    """``| key | value |`` rows of every leaf: the value as JSON (full precision), ``|`` escaped."""
+
+    def cell(v: Any) -> str:
+        return " ".join((v if isinstance(v, str) else json.dumps(v)).split()).replace("|", "\\|")
+
+    rows = [f"| {cell(k)} | {cell(v)} |" for k, v in flatten(value)]
+    return ["| key | value |", "| --- | --- |", *rows]
 
 
 def markdown(report: dict[str, Any]) -> str:
-    """The report as markdown: machine, steps, test outcomes, the tests' numbers, and each
-    benchmark's table followed by every value of its JSON."""
-    m = report["machine"]
+    """Machine, steps, test outcomes, the tests' numbers, and each benchmark's table followed by
+    every value of its JSON."""
     lines = ["# GPU check", "", "| field | value |", "| --- | --- |"]
-    lines += [f"| {k} | {v} |" for k, v in m.items()]
+    lines += [f"| {k} | {v} |" for k, v in report["machine"].items()]
     lines += ["", "## Steps", "", "| step | exit code | seconds |", "| --- | --- | --- |"]
     lines += [f"| `{s['command']}` | {s['exit_code']} | {s['seconds']} |" for s in report["steps"]]
-    counts = {
+    n = {
         o: sum(t["outcome"] == o for t in report["tests"]) for o in ("passed", "failed", "skipped")
     }
     lines += [
         "",
-        f"## GPU tests: {counts['passed']} passed, {counts['failed']} failed, "
-        f"{counts['skipped']} skipped",
-        "",
-        "| test | outcome | seconds | message |",
-        "| --- | --- | --- | --- |",
+        f"## GPU tests: {n['passed']} passed, {n['failed']} failed, {n['skipped']} skipped",
     ]
-    lines += [
-        f"| {t['name']} | {t['outcome']} | {t['seconds']:.2f} | {t['message']} |"
-        for t in report["tests"]
-    ]
+    lines += ["", "| test | outcome | message |", "| --- | --- | --- |"]
+    lines += [f"| {t['name']} | {t['outcome']} | {t['message']} |" for t in report["tests"]]
     lines += ["", "## Numbers recorded by the tests", ""]
     for name, values in report["recorded"].items():
         lines += [f"### {name}", "", *_numbers_table(values), ""]
-    if not report["recorded"]:
-        lines += ["none", ""]
-    lines += ["## Benchmarks", ""]
+    lines += ["## Benchmarks", ""] if report["recorded"] else ["none", "", "## Benchmarks", ""]
     tables = dict(report.get("tables", {}))
     for name, values in report["benchmarks"].items():
-        table = tables.pop(osp.splitext(name)[0] + ".md", None)
-        lines += [f"### `{name}`", ""]
-        lines += [table.strip(), ""] if table else []
-        flat = _numbers_table(values)
+        table, flat = tables.pop(osp.splitext(name)[0] + ".md", None), _numbers_table(values)
+        lines += [f"### `{name}`", "", *([table.strip(), ""] if table else [])]
         lines += [f"<details><summary>every value of {name} ({len(flat) - 2})</summary>", ""]
         lines += [*flat, "", "</details>", ""]
     for name, table in tables.items():  # a table without its JSON
         lines += [f"### `{name}` (no JSON next to it)", "", table.strip(), ""]
-    if not report["benchmarks"] and not tables:
-        lines += ["none", ""]
+    lines += [] if report["benchmarks"] or tables else ["none", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -1,160 +1,271 @@
-"""One row of the benchmark: params, MACs, times, compute floors and peak memory of one module.
-
-What is measured, per module, in one process:
-
-- params: number of parameters (the paper's "M" is 2**20, see the Hamburger row: 0.50M).
-- MACs: counted by mmengine's ``FlopAnalyzer`` (:func:`~hamseg.benchmark.macs.count_macs`) on
-  the module in eval mode. For the Hamburger rows also the hand count of the conv and matmul MACs
-  (:func:`~hamseg.benchmark.macs.hamburger_macs`) as a cross-check, and the MACs of the timed
-  inference call as it runs (:func:`~hamseg.benchmark.macs.count_run_macs`).
-- time: the median of (a) inference: eval mode under ``torch.no_grad()``; (b) forward+backward:
-  train mode, the input requires grad, the output is back-propagated with a fixed random
-  gradient (``out.backward(g)``); parameter gradients are reset (set to None) before each run.
-  A measurement stops early after ``budget`` seconds once 3 runs are done (the row records how
-  many runs were used). See :func:`~hamseg.benchmark.timing.timed` for waiting and retries.
-- compute floor: counted FLOPs (2 x MACs) divided by an fp32 matmul rate (FLOP/s,
-  :func:`set_floors`). For inference the FLOPs are mmengine's count; for forward+backward they
-  are counted with ``torch.utils.flop_counter``'s per-operator formulas on the ops the timed call
-  runs (:func:`~hamseg.benchmark.macs.count_train_flops`, the only library counter that sees the
-  backward pass).
-- peak memory: :func:`~hamseg.benchmark.memory.peak_memory` of one call of each (bytes alive
-  above the state before the call: the input and the parameters are not included).
-"""
+"""What the benchmarks measure: times (median, spread), the fp32 matmul rate, peak memory, MACs
+(mmengine's counter, the operators a call runs, the Hamburger's hand count); their files."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import os.path as osp
+import platform
 import statistics
-from dataclasses import dataclass
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
 from typing import Any, Callable
 
 import torch
+from mmengine.analysis import FlopAnalyzer
 from torch import Tensor, nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import flop_registry
 
-from hamseg.models import Hamburger
+from hamseg.utils.errors import UsageError
 
-from .machine import load
-from .macs import PRODUCT_OPS, count_macs, count_run_macs, count_train_flops, hamburger_macs
-from .memory import MIB, peak_memory
-from .timing import timed
-from .zoo import Spec
+MIB = 2**20
+#: Operators that are matrix products (the hand count's "conv" + "matmul").
+PRODUCT_OPS = ("conv", "bmm", "addmm", "matmul", "mm", "linear", "einsum", "baddbmm")
 
 
-@dataclass
-class Settings:
-    """How one module is measured.
+def machine() -> dict[str, Any]:
+    """CPU, cores, threads, Python, torch, CUDA and cuDNN; with CUDA the GPU and its driver."""
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError, StopIteration), open("/proc/cpuinfo") as f:
+        cpu = next(line for line in f if line.startswith("model name")).split(":")[1].strip()
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    info: dict[str, Any] = dict(cpu=cpu, cores=os.cpu_count(), threads=torch.get_num_threads())
+    info.update(python=platform.python_version(), torch=torch.__version__, cuda=torch.version.cuda)
+    info.update(cudnn=cudnn, cuda_available=torch.cuda.is_available())
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        info.update(gpu=props.name, capability=f"{props.major}.{props.minor}")
+        info.update(
+            memory_gib=round(props.total_memory / 2**30, 2), device_count=torch.cuda.device_count()
+        )
+        query = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
+        with contextlib.suppress(OSError):
+            info["driver"] = subprocess.run(query, capture_output=True, text=True).stdout.strip()
+    return info
 
-    Attributes:
-        shape: (B, C, H, W) of the input.
-        device: Where the module runs.
-        rank: r of the hams, bases of EMA.
-        steps: K of the hams.
-        runs: Timed runs (the median is reported).
-        warmup: Untimed runs before them.
-        budget: Seconds after which a timing stops (once 3 runs are done).
-        memory: Measure peak memory.
-        count: Count MACs and FLOPs (and set the floors).
-        quiet: Cores other processes may use for a timing to count as undisturbed.
-        max_wait: Seconds to wait, before each timing, for other processes to go under ``quiet``.
-        retries: Timings repeated while they were disturbed.
-        slow: A timing is disturbed if the machine ran below this fraction of its best speed.
-        probe_best: The fastest matmul probe seen so far (updated by the timings).
+
+def select_device(name: str, threads: int) -> torch.device:
+    """The device ``name``; on the CPU ``threads`` intra-op threads are set. An unknown name, or
+    CUDA without a device, is a :class:`~hamseg.utils.errors.UsageError` naming ``--device``."""
+    try:
+        device = torch.device(name)
+    except RuntimeError as err:
+        raise UsageError(f"--device {name}: {err}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UsageError(f"--device {name}: torch sees no CUDA device here")
+    if device.type == "cpu":
+        torch.set_num_threads(threads)
+    return device
+
+
+def time_fn(
+    fn: Callable[[], Any], device: torch.device, runs: int, warmup: int, budget: float = 1e9
+) -> list[float]:
+    """Seconds of ``runs`` calls after ``warmup`` untimed ones, stopping after ``budget`` seconds
+    once three runs are done. CUDA: CUDA events on the current stream (the kernels' time)."""
+    for _ in range(warmup):
+        fn()
+    times: list[float] = []
+    began = time.perf_counter()
+    while len(times) < max(runs, 1):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record(torch.cuda.current_stream(device))
+            fn()
+            end.record(torch.cuda.current_stream(device))
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        else:
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        if len(times) >= min(3, runs) and time.perf_counter() - began > budget:
+            break
+    return times
+
+
+def alternate(fns: dict[str, Callable[[], Any]], device: torch.device, runs: int) -> dict:
+    """Seconds of ``runs`` calls of each of ``fns`` after a warm-up call of each, alternating
+    (the order reversed every other run), so that all see the same machine."""
+    for fn in fns.values():
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for i in range(runs):
+        for name in list(fns)[:: -1 if i % 2 else 1]:
+            times[name] += time_fn(fns[name], device, 1, 0)
+    return times
+
+
+def spread(times: Sequence[float]) -> float:
+    """(max - min) / median of timed runs."""
+    return (max(times) - min(times)) / statistics.median(times)
+
+
+def matmul_rate(device: torch.device, size: int = 2048, runs: int = 5) -> float:
+    """fp32 matmul rate (FLOP/s): the median of ``runs`` size^3 products (TF32 off)."""
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+    a, b = torch.randn(2, size, size, generator=torch.Generator().manual_seed(0)).to(device)
+    out = torch.empty(size, size, device=device)
+    times = time_fn(lambda: torch.mm(a, b, out=out), device, runs, 2, budget=30.0)
+    return 2.0 * size**3 / statistics.median(times)
+
+
+def peak_memory(fn: Callable[[], Any], device: torch.device) -> int:
+    """Peak bytes allocated during one call of ``fn`` above those allocated before it. CUDA: the
+    caching allocator's peak; CPU: the peak of the running sum of the allocations and frees the
+    CPU allocator reports to ``torch.profiler``."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        base = torch.cuda.memory_allocated(device)
+        fn()
+        torch.cuda.synchronize(device)
+        return int(torch.cuda.max_memory_allocated(device) - base)
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    with tempfile.TemporaryDirectory() as tmp:
+        prof.export_chrome_trace(osp.join(tmp, "trace.json"))
+        with open(osp.join(tmp, "trace.json")) as f:
+            trace = json.load(f)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    mem = [e for e in events if e.get("name") == "[memory]" and e["args"].get("Device Type") == 0]
+    mem.sort(key=lambda e: (e["ts"], e["args"].get("Ev Idx", 0)))
+    alive = peak = 0
+    for e in mem:
+        alive += int(e["args"]["Bytes"])
+        peak = max(peak, alive)
+    return peak
+
+
+def hamburger_macs(
+    shape: tuple[int, int, int, int],
+    kind: str,
+    r: int,
+    k: int,
+    variant: str = "paper",
+    latent: int | None = None,
+    path: str = "paper",
+) -> dict[str, int]:
+    """Hand count of a Hamburger's conv and matmul MACs (one forward, K steps, S = 1).
+
+    d: the ham's channels (``latent``, default C), n = H * W, X: (d, n) (paper Sec. 2.2, Alg.
+    1-3). Breads 2 C d n (+ d^2 n for the release's cheese). NMF: codes init X^T D (n d r); per
+    step X^T D (n d r), D^T D (d r^2), C (D^T D) (n r^2), X C (d n r), C^T C (n r^2), D (C^T C)
+    (d r^2); final update n d r + d r^2 + n r^2. CD: per step X^T D, X C (2 n d r); final D^T D
+    (d r^2), D^T X (d r n), the r x r solve uncounted (as by the library). VQ: per step 2 n d r;
+    final n d r. Then the reconstruction D C^T (d r n). ``path``: 'paper' (as written);
+    'module' (hamseg's ham: NMF's first update reuses X^T D, n d r less); 'fast' ('module' on the
+    inference path, maps >= ``Hamburger.fast_path_min_positions``: the next bread multiplies the
+    factors, (W D) C: C_out d r + C_out r n instead of d r n + C_out d n).
+
+    Returns:
+        MACs of the breads ('conv'), of the ham ('matmul') and their sum ('total').
     """
-
-    shape: tuple[int, int, int, int]
-    device: torch.device
-    rank: int
-    steps: int
-    runs: int
-    warmup: int
-    budget: float
-    memory: bool = True
-    count: bool = True
-    quiet: float = 0.3
-    max_wait: float = 0.0
-    retries: int = 2
-    slow: float = 0.85
-    probe_best: float = 0.0
-
-
-def _inference(module: nn.Module, x: Tensor) -> Callable[[], Any]:
-    def run() -> None:
-        with torch.no_grad():
-            module(x)
-
-    return run
+    b, c, h, w = shape
+    d, n = latent or c, h * w
+    conv = 2 * c * d * n + (d * d * n if variant == "release" else 0)
+    if kind == "NMF":
+        step = 2 * n * d * r + 2 * n * r * r + 2 * d * r * r
+        ham = n * d * r + k * step + (n * d * r + d * r * r + n * r * r) + d * r * n
+    elif kind == "CD":
+        ham = k * 2 * n * d * r + (d * r * r + d * r * n) + d * r * n
+    elif kind == "VQ":
+        ham = k * 2 * n * d * r + n * d * r + d * r * n
+    else:
+        raise ValueError(f"unknown ham {kind!r}")
+    if path not in ("paper", "module", "fast"):
+        raise ValueError(f"unknown path {path!r}")
+    if path != "paper" and kind == "NMF" and k > 0:
+        ham -= n * d * r
+    if path == "fast":
+        c_out = d if variant == "release" else c  # the cheese (d -> d) or the upper bread
+        conv -= c_out * d * n
+        ham += -d * r * n + c_out * d * r + c_out * r * n
+    return {"conv": b * conv, "matmul": b * ham, "total": b * (conv + ham)}
 
 
-def _train(module: nn.Module, x: Tensor, grad: Tensor) -> Callable[[], Any]:
-    xr = x.detach().clone().requires_grad_(True)
-    params = [p for p in module.parameters() if p.requires_grad]
-
-    def run() -> None:
-        for p in params:
-            p.grad = None
-        xr.grad = None
-        module(xr).backward(grad)
-
-    return run
-
-
-def set_floors(row: dict[str, Any], rate: float) -> None:
-    """The compute floors of a counted row at a matmul rate (FLOP/s), and the time over them."""
-    row["infer_floor_ms"] = 1e3 * 2 * row["macs"] / rate
-    row["train_floor_ms"] = 1e3 * row["train_flops"] / rate
-    row["infer_x_floor"] = row["infer_ms"] / row["infer_floor_ms"]
-    row["train_x_floor"] = row["train_ms"] / row["train_floor_ms"]
-    if "macs_run" in row:
-        row["infer_run_floor_ms"] = 1e3 * 2 * row["macs_run"] / rate
-
-
-def _count(
-    row: dict[str, Any], spec: Spec, st: Settings, module: nn.Module, x: Tensor, grad: Tensor
-) -> None:
-    """The MAC and FLOP counts of a row; for Hamburger rows their hand counts."""
-    row["macs"], row["macs_by_op"] = count_macs(module, x)
-    row["train_flops"] = count_train_flops(module, x, grad)
-    if spec.ham is None:
-        return
-    kind, variant, _ = spec.ham
-    h, w = st.shape[2:]
-    row["macs_hand"] = hamburger_macs(st.shape, kind, st.rank, st.steps, variant, path="module")
-    row["macs_paper"] = hamburger_macs(st.shape, kind, st.rank, st.steps, variant)["total"]
-    counted = sum(row["macs_by_op"].get(op, 0) for op in PRODUCT_OPS)
-    row["macs_products"] = counted
-    row["macs_hand_rel_diff"] = counted / row["macs_hand"]["total"] - 1.0
-    row["macs_run"] = count_run_macs(module, x)
-    fast = h * w >= Hamburger.fast_path_min_positions  # else the module calls run
-    row["macs_run_hand"] = hamburger_macs(
-        st.shape, kind, st.rank, st.steps, variant, path="fast" if fast else "module"
-    )["total"]
-
-
-def measure(spec: Spec, st: Settings, rate: float) -> dict[str, Any]:
-    """Params, MACs, times, floors (at ``rate`` FLOP/s) and peak memory of one module."""
-    torch.manual_seed(0)
-    c = st.shape[1]
-    module = spec.build(c, st.rank, st.steps).to(st.device)
-    gen = torch.Generator().manual_seed(1)
-    x = torch.randn(st.shape, generator=gen).to(st.device)
-    grad = torch.randn(st.shape, generator=gen).to(st.device)
-    row: dict[str, Any] = dict(key=spec.key, label=spec.label, config=spec.config)
-    row["load_before"] = load()
-    row["params"] = sum(p.numel() for p in module.parameters())
-    if st.count:
-        _count(row, spec, st, module, x, grad)
-
+def count_macs(module: nn.Module, x: Any) -> tuple[int, dict[str, int]]:
+    """MACs of one inference forward (eval mode) by mmengine's ``FlopAnalyzer`` (fvcore's
+    counter: conv, (b)mm, einsum, norms; not element-wise ops), in total and by operator."""
     module.eval()
-    t, row["infer_other_cpu"], row["infer_speed"] = timed(_inference(module, x), st)
-    row["infer_ms"], row["infer_runs"] = 1e3 * statistics.median(t), len(t)
+    with torch.no_grad():
+        analyzer = FlopAnalyzer(module, (x,))
+        analyzer.unsupported_ops_warnings(False)
+        analyzer.uncalled_modules_warnings(False)
+        return int(analyzer.total()), {k: int(v) for k, v in analyzer.by_operator().items()}
+
+
+class _RunFlops(TorchDispatchMode):
+    """FLOPs of the operators a call runs, by ``torch.utils.flop_counter``'s formulas (in-place
+    variants such as ``baddbmm_`` too), without module hooks, so that a hook-free fast path is
+    what is counted; the backward ops run on the calling thread on CPU and are counted too."""
+
+    flops = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        out = func(*args, **(kwargs or {}))
+        packet = func._overloadpacket
+        if packet not in flop_registry and packet.__name__.endswith("_"):
+            packet = getattr(torch.ops.aten, packet.__name__[:-1], packet)
+        if packet in flop_registry:
+            self.flops += flop_registry[packet](*args, **(kwargs or {}), out_val=out)
+        return out
+
+
+def count_run_macs(module: nn.Module, x: Tensor) -> int:
+    """MACs of one inference call (eval, no autograd) as it runs (see :class:`_RunFlops`)."""
+    module.eval()
+    with torch.no_grad(), _RunFlops() as counter:
+        module(x)
+    return counter.flops // 2
+
+
+def count_train_flops(module: nn.Module, x: Tensor, grad: Tensor) -> int:
+    """FLOPs (2 per MAC) of one forward+backward in train mode (see :class:`_RunFlops`)."""
     module.train()
-    t, row["train_other_cpu"], row["train_speed"] = timed(_train(module, x, grad), st)
-    row["train_ms"], row["train_runs"] = 1e3 * statistics.median(t), len(t)
-    if st.count:
-        set_floors(row, rate)
-    if st.memory:
-        module.eval()
-        row["infer_mem_mb"] = peak_memory(_inference(module, x), st.device) / MIB
-        module.train()
-        row["train_mem_mb"] = peak_memory(_train(module, x, grad), st.device) / MIB
-    row["load_after"] = load()
-    return row
+    with _RunFlops() as counter:
+        module(x.detach().clone().requires_grad_(True)).backward(grad)
+    module.zero_grad(set_to_none=True)
+    return counter.flops
+
+
+def save_figure(fig: Any, path: str) -> None:
+    """Lay out ``fig``, write it to ``path`` (PNG, 110 dpi) and free it."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    pyplot().close(fig)
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the file-only Agg backend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def write_report(
+    base: str, text: str, result: dict[str, Any], plot: Callable[[dict, str], None] | None = None
+) -> list[str]:
+    """Write ``base``.md (``text``), ``base``.json (``result``, what JSON cannot hold as strings)
+    and, with ``plot(result, path)``, ``base``.png; returns the paths written."""
+    os.makedirs(osp.dirname(base) or ".", exist_ok=True)
+    files = [base + ".md", base + ".json"] + ([base + ".png"] if plot else [])
+    with open(files[0], "w") as f:
+        f.write(text)
+    with open(files[1], "w") as f:
+        json.dump(result, f, indent=1, default=str)
+    if plot is not None:
+        plot(result, files[2])
+    return files

@@ -7,8 +7,7 @@ import json
 import pytest
 import torch
 
-from hamseg.benchmark.memory import MIB, peak_memory
-from hamseg.benchmark.timing import time_fn
+from hamseg.benchmark.measure import MIB, peak_memory, time_fn
 from tests.benchmark.tools import run_tool
 
 pytestmark = [

@@ -14,17 +14,37 @@ from hamseg.benchmark.gpu_check import collect, flatten, markdown, write_report
 from tests.benchmark.tools import run_tool
 from tests.conftest import REPO
 
-JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
-<testcase classname="tests.gpu.test_cuda_paths" name="test_a" time="1.5"/>
-<testcase classname="tests.gpu.test_cuda_paths" name="test_b" time="0.2">
-<failure message="AssertionError: 1 != 2">trace</failure></testcase>
-<testcase classname="tests.gpu.test_cuda_training" name="test_c" time="0.0">
-<skipped message="CUDA is not available"/></testcase>
-</testsuite></testsuites>"""
+PYTEST_TESTS = """import pytest
+
+def test_a():
+    pass
+
+def test_b():
+    assert 1 == 2, "one is not two"
+
+@pytest.mark.skip(reason="CUDA is not available")
+def test_c():
+    pass
+
+@pytest.mark.parametrize("k", ["a b"])
+def test_d(k):
+    pass
+"""
+
+
+def _pytest_output(tmp_path) -> str:
+    """pytest's own ``-v -rfE`` output of a pass, a failure, a skip and a parametrised test, as
+    gpu_check.sh saves it (pytest.txt)."""
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "test_gpu_cases.py").write_text(PYTEST_TESTS)
+    cmd = [sys.executable, "-m", "pytest", "-v", "-rfE", "-p", "no:cacheprovider", "cases"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    return proc.stdout
 
 
 def test_report_collects_tests_numbers_steps_and_benchmarks(tmp_path):
-    (tmp_path / "pytest.xml").write_text(JUNIT)
+    (tmp_path / "pytest.txt").write_text(_pytest_output(tmp_path))
     (tmp_path / "test_ham_voc_train.json").write_text(json.dumps({"s_per_iter": 0.41}))
     (tmp_path / "steps.json").write_text(
         json.dumps([{"command": "python -m pytest -m gpu", "exit_code": 1, "seconds": 12}])
@@ -32,18 +52,19 @@ def test_report_collects_tests_numbers_steps_and_benchmarks(tmp_path):
     os.makedirs(tmp_path / "model")
     (tmp_path / "model" / "benchmark_model.json").write_text(json.dumps({"rows": [1]}))
     report = collect(str(tmp_path))
-    assert [(t["name"].split("::")[1], t["outcome"]) for t in report["tests"]] == [
-        ("test_a", "passed"),
-        ("test_b", "failed"),
-        ("test_c", "skipped"),
+    assert [(t["name"], t["outcome"], t["message"]) for t in report["tests"]] == [
+        ("cases/test_gpu_cases.py::test_a", "passed", ""),
+        ("cases/test_gpu_cases.py::test_b", "failed", "AssertionError: one is not two"),
+        ("cases/test_gpu_cases.py::test_c", "skipped", "CUDA is not available"),
+        ("cases/test_gpu_cases.py::test_d[a b]", "passed", ""),
     ]
-    assert report["tests"][1]["message"] == "AssertionError: 1 != 2"
     assert report["recorded"] == {"ham_voc_train": {"s_per_iter": 0.41}}
     assert report["benchmarks"] == {"model/benchmark_model.json": {"rows": [1]}}
     assert report["tables"] == {}
     assert report["machine"]["torch"] == torch.__version__
     md = markdown(report)
-    assert "## GPU tests: 1 passed, 1 failed, 1 skipped" in md
+    assert "## GPU tests: 2 passed, 1 failed, 1 skipped" in md
+    assert "| cases/test_gpu_cases.py::test_c | skipped | CUDA is not available |" in md
     assert "| `python -m pytest -m gpu` | 1 | 12 |" in md
     js, out = write_report(str(tmp_path))
     assert json.load(open(js))["tests"] == report["tests"] and open(out).read() == md
@@ -51,7 +72,7 @@ def test_report_collects_tests_numbers_steps_and_benchmarks(tmp_path):
 
 def _fixtures() -> dict[str, tuple[dict, str]]:
     """One output of each benchmark gpu_check.sh runs, as each writes it: JSON and its table."""
-    from hamseg.benchmark import deploy, segnext
+    from hamseg.benchmark import deploy, models
 
     context = {
         "env": {"device": "cuda", "rates": [1.5e12, 1.4e12], "shape": [1, 512, 128, 128]},
@@ -69,14 +90,14 @@ def _fixtures() -> dict[str, tuple[dict, str]]:
             dict(part="decode head", time_ours=0.0421, time_mmseg=0.0512, time_ratio=0.8222656,
                  spread=0.031, mem_ours=123456789, mem_mmseg=234567890, mem_ratio=0.5263),
         ],
-        probe=[1.25e13, 1.2e13], batch=2, size=512, runs=5, device="cuda:0",
+        batch=2, size=512, runs=5, device="cuda:0",
     )  # fmt: skip
     latency = dict(eager=0.0456, onnxruntime=0.0123, ratio=0.2697, spread=0.05, runs=10, size=128)
     rows = [("demo HamHead-NMF", latency)]
     return {
         "context/benchmark_context": (context, "| Module | Infer ms |\n|---|---:|\n| Ham | 1.2 |"),
         "model/benchmark_model": (model, "| model | s/iter |\n| --- | --- |\n| HamNet | 0.683 |"),
-        "segnext/segnext": (seg, segnext.markdown(seg)),
+        "segnext/segnext": (seg, models.segnext_markdown(seg)),
         "deploy/deploy": (deploy.as_json(rows), deploy.markdown(rows)),
     }
 
@@ -115,7 +136,7 @@ def test_report_carries_every_number_of_every_benchmark(tmp_path):
         "| rows.0.iter_s_all | [0.67, 0.69] |",
         "| rows.0.time_ratio | 0.8222656 |",  # segnext
         "| rows.0.mem_mmseg | 234567890 |",
-        "| probe | [12500000000000.0, 12000000000000.0] |",
+        "| size | 512 |",
         "| rows.0.onnxruntime | 0.0123 |",  # deploy
         "| rows.0.label | demo HamHead-NMF |",
         "| s_per_iter | 0.41 |",  # recorded by a test

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hamseg.benchmark.macs import PRODUCT_OPS, count_macs, count_run_macs, hamburger_macs
+from hamseg.benchmark.measure import PRODUCT_OPS, count_macs, count_run_macs, hamburger_macs
 from hamseg.benchmark.zoo import SPECS
 
 
@@ -24,7 +24,7 @@ def test_library_count_equals_hand_count(key):
     x = torch.randn(2, 32, 33, 33)  # above the Hamburger's fast-path threshold (32 x 32)
     module = SPECS[key].build(32, 8, 3)
     total, by_op = count_macs(module, x)
-    kind, variant = SPECS[key].ham[:2] if SPECS[key].ham else ("NMF", "paper")
+    kind, variant = SPECS[key].ham or ("NMF", "paper")
     # hamseg's ham runs in place ('module' path); mmseg's NMF2D computes what the paper writes
     path = "paper" if key == "mmseg_ham" else "module"
     hand = hamburger_macs(tuple(x.shape), kind, 8, 3, variant, path=path)["total"]
@@ -41,7 +41,7 @@ def test_run_count_equals_hand_count_of_the_inference_path(key):
     """What the timed inference call runs (no module hooks: the fast path) is counted, and it
     is the hand count of the reassociated path; below the fast-path threshold, the full one."""
     module = SPECS[key].build(32, 8, 3)
-    kind, variant = SPECS[key].ham[:2]
+    kind, variant = SPECS[key].ham
     x = torch.randn(2, 32, 33, 33)
     fast = hamburger_macs(tuple(x.shape), kind, 8, 3, variant, path="fast")
     calls = hamburger_macs(tuple(x.shape), kind, 8, 3, variant, path="module")

@@ -9,7 +9,7 @@ import torch
 from mmengine.optim import AmpOptimWrapper
 
 import hamseg  # noqa: F401  (before mmseg)
-from hamseg.benchmark.training import build_for_training, resolve, synthetic_batch
+from hamseg.benchmark.models import build_for_training, resolve, synthetic_batch
 from tests.gpu.conftest import record
 
 pytestmark = pytest.mark.gpu

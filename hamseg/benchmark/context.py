@@ -1,0 +1,382 @@
+"""The context benchmark: the paper's Table 3 on your machine, and cost against n = H * W.
+
+Geng et al., ICLR 2021, Sec. 3.3, Table 3, App. E.2. Per module of :mod:`~hamseg.benchmark.zoo`:
+params, MACs (mmengine's, and the Hamburger's hand count), median and spread of the inference and
+forward+backward times next to their compute floors, peak memory. docs/benchmark.md.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from hamseg.models import Hamburger
+
+from . import measure as M
+from .zoo import NOT_AVAILABLE, PAPER_SHAPE, PAPER_TABLE3, SPECS, Spec
+
+#: What the sweep measures and fits.
+METRICS = ("infer_ms", "train_ms", "infer_mem_mb", "train_mem_mb")
+
+
+@dataclass
+class Settings:
+    """How modules are measured: input ``shape`` (B, C, H, W) on ``device``; ``rank`` (r of the
+    hams, bases of EMA) and ``steps`` (K); ``runs`` timed calls after ``warmup``, stopped after
+    ``budget`` seconds once 3 are done; peak ``memory``; ``count`` MACs and FLOPs (floors)."""
+
+    shape: tuple[int, int, int, int]
+    device: torch.device
+    rank: int
+    steps: int
+    runs: int
+    warmup: int
+    budget: float
+    memory: bool = True
+    count: bool = True
+
+
+def set_floors(row: dict[str, Any], rate: float) -> None:
+    """The compute floors of a counted row at ``rate`` FLOP/s, and the times over them."""
+    row["infer_floor_ms"] = 1e3 * 2 * row["macs"] / rate
+    row["train_floor_ms"] = 1e3 * row["train_flops"] / rate
+    row["infer_x_floor"] = row["infer_ms"] / row["infer_floor_ms"]
+    row["train_x_floor"] = row["train_ms"] / row["train_floor_ms"]
+    if "macs_run" in row:
+        row["infer_run_floor_ms"] = 1e3 * 2 * row["macs_run"] / rate
+
+
+def _count(row: dict, spec: Spec, st: Settings, module: nn.Module, x: Tensor, grad: Tensor) -> None:
+    """mmengine's MACs, torch's forward+backward FLOPs; for hamseg's Hamburgers the hand counts
+    of the module calls, of the paper, and of the inference call as it runs."""
+    row["macs"], row["macs_by_op"] = M.count_macs(module, x)
+    row["train_flops"] = M.count_train_flops(module, x, grad)
+    if spec.ham is None:
+        return
+    args = (st.shape, spec.ham[0], st.rank, st.steps, spec.ham[1])
+    row["macs_hand"] = M.hamburger_macs(*args, path="module")
+    row["macs_paper"] = M.hamburger_macs(*args)["total"]
+    row["macs_products"] = sum(row["macs_by_op"].get(op, 0) for op in M.PRODUCT_OPS)
+    row["macs_hand_rel_diff"] = row["macs_products"] / row["macs_hand"]["total"] - 1.0
+    row["macs_run"] = M.count_run_macs(module, x)
+    fast = st.shape[2] * st.shape[3] >= Hamburger.fast_path_min_positions
+    row["macs_run_hand"] = M.hamburger_macs(*args, path="fast" if fast else "module")["total"]
+
+
+def measure_row(spec: Spec, st: Settings, rate: float | None = None) -> dict[str, Any]:
+    """Params, MACs, times (median, every run, spread), floors at ``rate`` FLOP/s and peak
+    memory of one module: inference in eval mode under ``no_grad``; forward+backward in train
+    mode, ``out.backward(g)`` with a fixed random g, gradients reset before every run."""
+    torch.manual_seed(0)
+    module = spec.build(st.shape[1], st.rank, st.steps).to(st.device)
+    x, grad = torch.randn(2, *st.shape, generator=torch.Generator().manual_seed(1)).to(st.device)
+    row: dict[str, Any] = dict(key=spec.key, label=spec.label, config=spec.config)
+    row["params"] = sum(p.numel() for p in module.parameters())
+    if st.count:
+        _count(row, spec, st, module, x, grad)
+    xr = x.detach().clone().requires_grad_(True)
+
+    def infer() -> None:
+        with torch.no_grad():
+            module(x)
+
+    def train() -> None:
+        module.zero_grad(set_to_none=True)
+        xr.grad = None
+        module(xr).backward(grad)
+
+    calls = (("infer", infer, False), ("train", train, True))
+    for name, fn, mode in calls:
+        module.train(mode)
+        t = M.time_fn(fn, st.device, st.runs, st.warmup, st.budget)
+        row[f"{name}_ms"], row[f"{name}_runs"] = 1e3 * statistics.median(t), len(t)
+        row[f"{name}_ms_all"], row[f"{name}_spread"] = [1e3 * v for v in t], M.spread(t)
+    for name, fn, mode in calls if st.memory else ():
+        module.train(mode)
+        row[f"{name}_mem_mb"] = M.peak_memory(fn, st.device) / M.MIB
+    if st.count and rate:
+        set_floors(row, rate)
+    return row
+
+
+def _environment(st: Settings, **extra: Any) -> dict[str, Any]:
+    env = dict(M.machine(), device=str(st.device), rank=st.rank, steps=st.steps, runs=st.runs)
+    return dict(env, warmup=st.warmup, **extra)
+
+
+def run_table(st: Settings, keys: Sequence[str] | None = None, rate_size: int = 2048) -> dict:
+    """Measure the modules ``keys`` of :data:`~hamseg.benchmark.zoo.SPECS` (default: all); the
+    floors use the higher fp32 matmul rate (``rate_size``^3) of two, at start and at end.
+
+    Returns:
+        ``env`` (machine, settings, rates), ``rows`` (:func:`measure_row`), ``targets``,
+        ``paper_table3`` and ``not_available``.
+    """
+    env = _environment(st, shape=list(st.shape), rate_size=rate_size)
+    env["rate_start"] = M.matmul_rate(st.device, rate_size)
+    rows = []
+    for key in keys or SPECS:
+        print(f"[benchmark] {key} ...", flush=True)
+        rows.append(r := measure_row(SPECS[key], st, env["rate_start"]))
+        print(
+            f"[benchmark]   params {r['params'] / M.MIB:.2f}M  MACs {r['macs'] / 1e9:.2f}G  "
+            f"infer {r['infer_ms']:.1f} ms (floor {r['infer_floor_ms']:.1f})  "
+            f"fwd+bwd {r['train_ms']:.1f} ms (floor {r['train_floor_ms']:.1f})",
+            flush=True,
+        )
+    env["rate_end"] = M.matmul_rate(st.device, rate_size)
+    env["rate"] = max(env["rate_start"], env["rate_end"])
+    for row in rows:
+        set_floors(row, env["rate"])
+    targets = evaluate_targets({r["key"]: r for r in rows}, tuple(st.shape))
+    result = dict(env=env, rows=rows, targets=targets, paper_table3=PAPER_TABLE3)
+    return dict(result, not_available=NOT_AVAILABLE)
+
+
+def evaluate_targets(rows: dict[str, dict], shape: tuple[int, ...]) -> list[dict[str, Any]]:
+    """The [speed] issue's targets on the rows present: NMF inference <= 1.2x its floor; NMF
+    fwd+bwd <= 0.5x mmseg's Hamburger's, with less memory, >= 10x faster than SA; at the
+    paper's shape the params and MACs of Table 3 for NMF and CD."""
+    out: list[dict[str, Any]] = []
+
+    def add(target: str, value: float, limit: str, passed: bool, detail: str) -> None:
+        out.append(dict(target=target, value=value, limit=limit, passed=passed, detail=detail))
+
+    nmf, peer, sa = rows.get("ham_nmf"), rows.get("mmseg_ham"), rows.get("sa")
+    if nmf and "infer_x_floor" in nmf:
+        v = nmf["infer_x_floor"]
+        detail = f"{nmf['infer_ms']:.1f} ms vs floor {nmf['infer_floor_ms']:.1f} ms"
+        if "infer_run_floor_ms" in nmf:
+            run_ms, macs_run = nmf["infer_run_floor_ms"], nmf["macs_run"] / 1e9
+            detail += f" (the floor of the products it runs, {macs_run:.2f}G MACs: "
+            detail += f"{run_ms:.1f} ms, x{nmf['infer_ms'] / run_ms:.2f})"
+        add("Ham (NMF) inference <= 1.2x compute floor", v, "<= 1.2", v <= 1.2, detail)
+    if nmf and peer:
+        v = nmf["train_ms"] / peer["train_ms"]
+        detail = f"{nmf['train_ms']:.1f} ms vs {peer['train_ms']:.1f} ms"
+        add("Ham (NMF) fwd+bwd <= 0.5x mmseg Hamburger fwd+bwd", v, "<= 0.5", v <= 0.5, detail)
+        if "train_mem_mb" in nmf and "train_mem_mb" in peer:
+            v = nmf["train_mem_mb"] / peer["train_mem_mb"]
+            detail = f"{nmf['train_mem_mb']:.0f} MiB vs {peer['train_mem_mb']:.0f} MiB"
+            add("Ham (NMF) fwd+bwd peak memory below mmseg Hamburger's", v, "< 1", v < 1, detail)
+    if nmf and sa:
+        v = sa["train_ms"] / nmf["train_ms"]
+        detail = f"{sa['train_ms']:.0f} ms / {nmf['train_ms']:.1f} ms"
+        add("Ham (NMF) fwd+bwd >= 10x faster than SA", v, ">= 10", v >= 10, detail)
+    for key, paper in (("ham_nmf", "Ham (NMF)"), ("ham_cd", "Ham (CD)")):
+        if not (row := rows.get(key)) or tuple(shape) != PAPER_SHAPE:
+            continue
+        params, macs = PAPER_TABLE3[paper][:2]
+        v = row["params"] / M.MIB
+        detail = f"{row['params']:,} parameters"
+        add(f"{paper} params {params:.2f}M", v, f"{params:.2f}", round(v, 2) == params, detail)
+        if "macs" in row:
+            v, detail = row["macs"] / 1e9 / macs - 1, f"{row['macs'] / 1e9:.2f} G counted"
+            add(f"{paper} MACs within 5% of {macs}G", v, "|.| <= 0.05", abs(v) <= 0.05, detail)
+    return out
+
+
+def _f(v: Any, spec: str = ".1f") -> str:
+    """``v`` formatted with ``spec``; '-' for a missing (None or NaN) value."""
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
+
+
+def _spread(row: dict[str, Any]) -> str:
+    return f"{100 * row['infer_spread']:.0f}% / {100 * row['train_spread']:.0f}%"
+
+
+def _header(env: dict[str, Any], what: str) -> str:
+    name = env.get("gpu") if env["device"].startswith("cuda") else env["cpu"]
+    return (
+        f"{what}, {env['device']}, {env['threads']} threads, r={env['rank']}, K={env['steps']}; "
+        f"median of up to {env['runs']} runs after {env['warmup']} warm-up; spread: (max - min) "
+        f"/ median of the runs, inference / forward+backward. {name}; torch {env['torch']}."
+    )
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The table report: settings, table, MAC cross-checks, modules, targets."""
+    env, rows = result["env"], result["rows"]
+    lines = [
+        _header(env, f"Input {'x'.join(map(str, env['shape']))}"),
+        "",
+        f"fp32 matmul rate ({env['rate_size']}^3): {env['rate_start'] / 1e9:.0f} GFLOP/s at "
+        f"start, {env['rate_end'] / 1e9:.0f} GFLOP/s at end; floors use the higher, "
+        f"{env['rate'] / 1e9:.0f} GFLOP/s.",
+        "",
+        "| Module | Params (M) | MACs (G) | Infer ms | floor ms | x floor | Fwd+bwd ms | "
+        "floor ms | x floor | Infer mem (MiB) | Fwd+bwd mem (MiB) | spread |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r['label']} | {r['params'] / M.MIB:.2f} | {_f(r.get('macs', 0) / 1e9, '.2f')} | "
+        f"{r['infer_ms']:.1f} | {_f(r.get('infer_floor_ms'))} | {_f(r.get('infer_x_floor'), '.2f')}"
+        f" | {r['train_ms']:.1f} | {_f(r.get('train_floor_ms'))} | "
+        f"{_f(r.get('train_x_floor'), '.2f')} | {_f(r.get('infer_mem_mb'), '.0f')} | "
+        f"{_f(r.get('train_mem_mb'), '.0f')} | {_spread(r)} |"
+        for r in rows
+    ]
+    if hand := [r for r in rows if "macs_hand" in r]:
+        lines += [
+            "",
+            "MACs cross-check (Hamburger rows): the library's count of the matrix products of "
+            "the module calls, the hand count (path='module') and that of the algorithms as "
+            "written (path='paper'; docs/benchmark.md):",
+        ]
+        lines += [
+            f"- {r['label']}: counted {r['macs_products']:,} vs hand "
+            f"{r['macs_hand']['total']:,} ({100 * r['macs_hand_rel_diff']:+.3f}%); paper "
+            f"{r['macs_paper']:,}; by op: "
+            + ", ".join(f"{k} {v:,}" for k, v in sorted(r["macs_by_op"].items()))
+            for r in hand
+        ]
+        lines += [
+            "",
+            "MACs run (Hamburger rows): the timed inference call, counted as it runs (its bread "
+            "after the ham multiplies the factors, (W D) C), against the hand count of that "
+            "path (path='fast'); the table's MACs and floors are the module calls' count:",
+        ]
+        lines += [
+            f"- {r['label']}: run {r['macs_run']:,} vs hand {r['macs_run_hand']:,}; floor "
+            f"{r['infer_run_floor_ms']:.1f} ms, inference "
+            f"x{r['infer_ms'] / r['infer_run_floor_ms']:.2f} of it"
+            for r in hand
+        ]
+    lines += ["", "Modules:"]
+    lines += [
+        f"- {r['label']} (`{r['key']}`): {r['config']}; {r['infer_runs']}/{r['train_runs']} runs."
+        for r in rows
+    ]
+    lines += [f"- {k}: not measured, {why}." for k, why in result.get("not_available", {}).items()]
+    if result["targets"]:
+        lines += ["", "| Target | Value | Limit | Met | Detail |", "|---|---:|---|---|---|"]
+        lines += [
+            f"| {t['target']} | {t['value']:.3f} | {t['limit']} | "
+            f"{'yes' if t['passed'] else '**no**'} | {t['detail']} |"
+            for t in result["targets"]
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict[str, Any], path: str) -> None:
+    """Bar charts of the times (with the compute floors) and of peak memory per module."""
+    rows, pos = result["rows"], list(range(len(result["rows"])))
+    fig, axes = M.pyplot().subplots(1, 3, figsize=(18, 6))
+    for ax, key, title in zip(axes, ("infer", "train"), ("Inference", "Forward+backward")):
+        ax.bar(pos, [r[f"{key}_ms"] for r in rows], color="tab:blue", label="measured")
+        if all(f"{key}_floor_ms" in r for r in rows):
+            floors = [r[f"{key}_floor_ms"] for r in rows]
+            ax.scatter(pos, floors, color="black", marker="_", s=300, label="compute floor")
+        ax.set_title(f"{title} time (ms)")
+    for shift, key, label in ((-0.2, "infer", "inference"), (0.2, "train", "forward+backward")):
+        if rows and f"{key}_mem_mb" in rows[0]:
+            mem = [r[f"{key}_mem_mb"] for r in rows]
+            axes[2].bar([p + shift for p in pos], mem, 0.4, label=label)
+    axes[2].set_title("Peak memory (MiB)")
+    for ax in axes:
+        ax.set_yscale("log")
+        ax.set_xticks(pos, [r["label"] for r in rows], rotation=60, ha="right", fontsize=8)
+        ax.grid(axis="y", which="both", alpha=0.3)
+        ax.legend()
+    env = result["env"]
+    shape = "x".join(map(str, env["shape"]))
+    fig.suptitle(f"Context modules on {shape}, {env['device']}, {env['threads']} threads")
+    M.save_figure(fig, path)
+
+
+def loglog_slope(points: Sequence[tuple[float, float]]) -> float:
+    """Least-squares slope of log(y) against log(x) of (x, y) points (0 if all x are equal)."""
+    xs, ys = [math.log(x) for x, _ in points], [math.log(y) for _, y in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+
+
+def run_sweep(
+    st: Settings,
+    sizes: Sequence[int],
+    keys: Sequence[str] | None = None,
+    max_pairwise_gb: float = 8.0,
+) -> dict[str, Any]:
+    """Time and memory of the modules ``keys`` (default: ham_nmf and sa) on B x C x S x S for
+    each S of ``sizes`` (no counts); quadratic modules skip the sizes whose three n x n maps
+    need more than ``max_pairwise_gb``.
+
+    Returns:
+        ``env``, ``points`` (per module and size; ``skipped`` with the reason) and ``slopes``
+        (per module, the log-log slope of each metric with two points or more).
+    """
+    keys, (b, c) = list(keys or ["ham_nmf", "sa"]), st.shape[:2]
+    points: list[dict[str, Any]] = []
+    for key in keys:
+        for size in sizes:
+            point: dict[str, Any] = dict(key=key, label=SPECS[key].label, size=size, n=size**2)
+            if SPECS[key].quadratic and (gb := 3 * b * size**4 * 4 / 1e9) > max_pairwise_gb:
+                point["skipped"] = (
+                    f"n^2 maps need ~{gb:.1f} GB > --max-pairwise-gb {max_pairwise_gb}"
+                )
+                print(f"[sweep] {key} H=W={size}: skipped ({point['skipped']})", flush=True)
+            else:
+                print(f"[sweep] {key} H=W={size} ...", flush=True)
+                row = measure_row(SPECS[key], replace(st, shape=(b, c, size, size), count=False))
+                point.update({k: v for k, v in row.items() if k.startswith(("infer_", "train_"))})
+            points.append(point)
+    slopes: dict[str, dict[str, float]] = {key: {} for key in keys}
+    for key in keys:
+        for m in METRICS:
+            if len(pts := [(p["n"], p[m]) for p in points if p["key"] == key and p.get(m)]) > 1:
+                slopes[key][m] = loglog_slope(pts)
+    env = _environment(st, shape=[b, c], sizes=list(sizes))
+    return dict(env=env, points=points, slopes=slopes)
+
+
+def sweep_markdown(result: dict[str, Any]) -> str:
+    """The sweep as markdown: one row per point, then the slopes."""
+    env = result["env"]
+    lines = [
+        _header(env, f"Sweep: B={env['shape'][0]}, C={env['shape'][1]}, H=W in {env['sizes']}"),
+        "",
+        "| Module | H=W | n | Infer ms | Fwd+bwd ms | Infer mem (MiB) | Fwd+bwd mem (MiB) | "
+        "spread |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p in result["points"]:
+        cells = (
+            f"skipped: {p['skipped']} |||||"
+            if "skipped" in p
+            else f"{p['infer_ms']:.1f} | {p['train_ms']:.1f} | {_f(p.get('infer_mem_mb'), '.0f')}"
+            f" | {_f(p.get('train_mem_mb'), '.0f')} | {_spread(p)} |"
+        )
+        lines.append(f"| {p['label']} | {p['size']} | {p['n']} | {cells}")
+    lines += ["", "Log-log slopes (exponent of n):", ""]
+    for key, fits in result["slopes"].items():
+        lines.append(f"- {SPECS[key].label}: " + ", ".join(f"{m} {s:.2f}" for m, s in fits.items()))
+    return "\n".join(lines) + "\n"
+
+
+def sweep_plot(result: dict[str, Any], path: str) -> None:
+    """Log-log plots of time and peak memory against n, one colour per module."""
+    fig, axes = M.pyplot().subplots(1, 2, figsize=(13, 5.5))
+    for i, key in enumerate(result["slopes"]):
+        pts = [p for p in result["points"] if p["key"] == key and "skipped" not in p]
+        for ax, unit in zip(axes, ("ms", "mem_mb")):
+            for style, part, name in (("o-", "infer", "inference"), ("s--", "train", "fwd+bwd")):
+                if pts and f"{part}_{unit}" in pts[0]:
+                    ys, label = [p[f"{part}_{unit}"] for p in pts], f"{SPECS[key].label} {name}"
+                    ax.plot([p["n"] for p in pts], ys, style, color=f"C{i}", label=label)
+    for ax, title in zip(axes, ("Time (ms)", "Peak memory (MiB)")):
+        ax.set(xscale="log", yscale="log", xlabel="n = H x W", title=title)
+        ax.grid(which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    env = result["env"]
+    fig.suptitle(
+        f"Cost against n, B={env['shape'][0]}, C={env['shape'][1]}, {env['device']}, "
+        f"{env['threads']} threads"
+    )
+    M.save_figure(fig, path)

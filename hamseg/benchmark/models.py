@@ -1,0 +1,272 @@
+"""Whole models: training iterations side by side (HamNet vs NonLocal), one full-size iteration
+of a recipe, and SegNeXt-T's HamLightHead against mmseg's LightHamHead. Models are built as a
+one-process training run builds them and fed a synthetic batch; docs/benchmark.md.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import os.path as osp
+import resource
+import statistics
+import time
+from collections.abc import Sequence
+from typing import Any, Callable
+
+import torch
+from mmengine.config import Config
+from mmengine.model import revert_sync_batchnorm
+from mmengine.optim import OptimWrapper, build_optim_wrapper
+from mmengine.registry import init_default_scope
+from mmengine.structures import PixelData
+from mmseg.registry import MODELS
+from mmseg.structures import SegDataSample
+from torch import nn
+
+from hamseg.compat.package_lookup import config_file
+
+from .measure import MIB, alternate, peak_memory, spread, time_fn
+
+#: The checkout hamseg runs from: relative config paths are resolved against it.
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+#: HamNet's VOC recipe (ResNet-101 OS8 + HamHead) and mmseg's NonLocal R101-D8 on VOC.
+HAM = "configs/ham_voc.py"
+NONLOCAL = "mmseg::nonlocal_net/nonlocal_r101-d8_4xb4-40k_voc12aug-512x512.py"
+SEGNEXT = "segnext/segnext_mscan-t_1xb16-adamw-160k_ade20k-512x512.py"
+
+
+def resolve(config: str) -> str:
+    """Path of a config: a packaged name (``mmseg::x``, ``hamseg::x``) is that package's
+    (:func:`~hamseg.compat.package_lookup.config_file`), a relative path is in the checkout."""
+    return config_file(config) if "::" in config else osp.join(REPO, config)
+
+
+def build_for_training(
+    config: str, size: int, device: torch.device, no_aux: bool = False
+) -> tuple[Any, OptimWrapper, Config]:
+    """The model (train mode, on ``device``), optim wrapper and config of a config file, as a
+    one-process run builds them: pretrained weights off, then ``init_weights``; SyncBN reverted
+    to BN; the data preprocessor padding to ``size`` (if it pads to a size); the config's
+    optimizer and parameter groups; without the auxiliary head(s) if ``no_aux``."""
+    cfg = Config.fromfile(config)
+    init_default_scope(cfg.get("default_scope", "mmseg"))
+    model_cfg = copy.deepcopy(cfg.model)
+    model_cfg.pretrained, model_cfg.backbone.init_cfg = None, None
+    if model_cfg.data_preprocessor.get("size"):  # else a smaller size is padded to the crop
+        model_cfg.data_preprocessor.size = (size, size)
+    if no_aux:
+        model_cfg.pop("auxiliary_head", None)
+    torch.manual_seed(0)
+    model = revert_sync_batchnorm(MODELS.build(model_cfg))
+    model.init_weights()
+    model = model.to(device).train()
+    return model, build_optim_wrapper(model, cfg.optim_wrapper), cfg
+
+
+def synthetic_batch(batch: int, size: int, num_classes: int, seed: int = 0) -> dict:
+    """What the data loader yields after PackSegInputs: uint8 BGR images, labels with 5% 255s."""
+    gen = torch.Generator().manual_seed(seed)
+    inputs, samples = [], []
+    for _ in range(batch):
+        inputs.append(torch.randint(0, 256, (3, size, size), dtype=torch.uint8, generator=gen))
+        label = torch.randint(0, num_classes, (1, size, size), generator=gen)
+        label[torch.rand(label.shape, generator=gen) < 0.05] = 255
+        meta = dict(img_shape=(size, size), ori_shape=(size, size), pad_shape=(size, size))
+        samples.append(SegDataSample(gt_sem_seg=PixelData(data=label), metainfo=meta))
+    return dict(inputs=inputs, data_samples=samples)
+
+
+def default_label(config: str) -> str:
+    """A row label: HamNet for :data:`HAM`, else the config's file name."""
+    return "HamNet (HamHead NMF)" if config == HAM else osp.splitext(osp.basename(config))[0]
+
+
+def measure_model(
+    config: str, label: str, size: int, device: torch.device, batch: int = 1, iters: int = 3,
+    warmup: int = 1, memory: bool = True, no_aux: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """Params, seconds per ``model.train_step`` (median of ``iters`` after ``warmup``, every run,
+    spread) and peak memory of one step of ``config`` on a batch x 3 x size x size synthetic
+    batch; without its auxiliary head if ``no_aux``."""
+    model, optim_wrapper, _ = build_for_training(resolve(config), size, device, no_aux)
+    data = synthetic_batch(batch, size, model.decode_head.num_classes)
+    row: dict[str, Any] = dict(label=label, config=config, aux_head=model.with_auxiliary_head)
+    row["params"] = sum(p.numel() for p in model.parameters())
+    step = lambda: model.train_step(data, optim_wrapper)
+    row["iter_s_all"] = t = time_fn(step, device, iters, warmup)
+    row.update(iter_s=statistics.median(t), spread=spread(t))
+    if memory:
+        row["peak_mem_mb"] = peak_memory(step, device) / MIB
+    return row
+
+
+def run_models(
+    configs: Sequence[str],
+    labels: Sequence[str] | None = None,
+    aux_variant: bool = True,
+    **settings: Any,
+) -> dict[str, Any]:
+    """:func:`measure_model` of every config with ``settings`` (size, device, batch, iters,
+    warmup, memory) and, with ``aux_variant``, of those with an auxiliary head without it.
+
+    Returns:
+        ``env`` (the settings) and ``rows``, each with ``ratio_to_first``.
+    """
+    rows = []
+    for config, label in zip(configs, labels or [default_label(c) for c in configs]):
+        print(f"[benchmark_model] {label} ...", flush=True)
+        rows.append(measure_model(config, label, **settings))
+        if rows[-1]["aux_head"] and aux_variant:
+            print(f"[benchmark_model] {label} without auxiliary head ...", flush=True)
+            rows.append(measure_model(config, f"{label} (no aux head)", **settings, no_aux=True))
+    for r in rows:
+        r["ratio_to_first"] = r["iter_s"] / rows[0]["iter_s"]
+    env = dict(batch=1, iters=3, warmup=1, memory=True) | settings
+    env.update(device=str(env["device"]), threads=torch.get_num_threads(), torch=torch.__version__)
+    return dict(env=env, rows=rows)
+
+
+def model_markdown(result: dict[str, Any]) -> str:
+    """The rows as a markdown table under a line saying what was measured."""
+    env = result["env"]
+    lines = [
+        f"One training iteration (train_step: forward, loss, backward, optimizer step), input "
+        f"{env['batch']}x3x{env['size']}x{env['size']}, {env['device']}, {env['threads']} "
+        f"threads, median of {env['iters']} after {env['warmup']} warm-up; spread: "
+        "(max - min) / median.",
+        "",
+        "| Model | Config | Aux head | Params (M) | s / iter | x first | Peak mem (MiB) | spread |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r['label']} | `{r['config']}` | {'yes' if r['aux_head'] else 'no'} | "
+        f"{r['params'] / 1e6:.2f} | {r['iter_s']:.2f} | {r['ratio_to_first']:.2f} | "
+        f"{format(r['peak_mem_mb'], '.0f') if 'peak_mem_mb' in r else '-'} | "
+        f"{100 * r['spread']:.0f}% |"
+        for r in result["rows"]
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def train_iter(config: str, batch_size: int | None, size: int, iters: int) -> dict[str, Any]:
+    """``iters`` training iterations of ``config`` (a path) on the CPU, ``batch_size`` (default:
+    the config's) images of ``size`` x ``size``: seconds and loss of each, resident memory before
+    the first and the process's peak (``ru_maxrss``: run it in a fresh process)."""
+    model, optim_wrapper, cfg = build_for_training(config, size, torch.device("cpu"))
+    batch = batch_size or cfg.train_dataloader.batch_size
+    data = synthetic_batch(batch, size, model.decode_head.num_classes)
+    with open("/proc/self/statm") as f:
+        rss_before = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / MIB
+    times, losses = [], []
+    for _ in range(iters):
+        start = time.perf_counter()
+        losses.append(model.train_step(data, optim_wrapper)["loss"].item())
+        times.append(time.perf_counter() - start)
+    result = dict(config=osp.relpath(osp.abspath(config), REPO), batch_size=batch, size=size)
+    result.update(iters=iters, seconds_per_iter=times, loss=losses)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    result.update(rss_before_mib=round(rss_before, 1), peak_rss_mib=round(peak, 1))
+    params_m = round(sum(p.numel() for p in model.parameters()) / 1e6, 2)
+    return dict(result, threads=torch.get_num_threads(), torch=torch.__version__, params_m=params_m)
+
+
+def train_iter_summary(result: dict[str, Any]) -> str:
+    """A :func:`train_iter` result as aligned ``name  value`` lines."""
+    r = result
+    rows = [
+        ("config", r["config"]),
+        ("batch x size", f"{r['batch_size']} x {r['size']}x{r['size']}"),
+        ("parameters", f"{r['params_m']} M"),
+        ("seconds / iteration", ", ".join(f"{t:.1f}" for t in r["seconds_per_iter"])),
+        ("loss", ", ".join(f"{v:.4f}" for v in r["loss"])),
+        ("RSS before / peak", f"{r['rss_before_mib']:.0f} / {r['peak_rss_mib']:.0f} MiB"),
+        ("threads, torch", f"{r['threads']}, {r['torch']}"),
+    ]
+    return "\n".join(f"{key:<22} {value}" for key, value in rows)
+
+
+def segnext_pair(ours: str = osp.join(REPO, "configs", SEGNEXT)) -> tuple[nn.Module, nn.Module]:
+    """(ours, mmseg's) SegNeXt-T segmentors in training mode, mmseg's random weights in both
+    (no download); mmseg's from its own config of the same name."""
+    init_default_scope("mmseg")
+    models = []
+    for path in (ours, config_file(f"mmseg::{SEGNEXT}")):
+        cfg = Config.fromfile(path).model
+        cfg.backbone.init_cfg = None
+        models.append(MODELS.build(cfg).train())
+    models[0].load_state_dict(models[1].state_dict(), strict=True)
+    return models[0], models[1]
+
+
+def compare_segnext(
+    batch: int = 2, size: int = 512, runs: int = 5, seed: int = 0, device: str = "cpu"
+) -> dict[str, Any]:
+    """Forward+backward time and peak memory, ours vs mmseg's, alternating run by run, of the
+    ham alone (hamseg's one-step NMF vs mmseg's NMF2D, BPTT through its 6 steps), of the decode
+    head and of one whole-model iteration (loss + backward), at batch x 3 x size x size.
+
+    Returns:
+        ``rows``: per part, each side's median time (s) and peak memory (bytes), their ratios
+        and the spread (the larger of the two sides').
+    """
+    device = torch.device(device)
+    torch.manual_seed(seed)
+    ours, theirs = (m.to(device) for m in segnext_pair())
+    images = torch.randn(batch, 3, size, size, device=device)
+    labels = [torch.randint(0, 150, (1, size, size), device=device) for _ in range(batch)]
+    meta = dict(img_shape=(size, size), pad_shape=(size, size))
+    samples = [SegDataSample(gt_sem_seg=PixelData(data=y), metainfo=meta) for y in labels]
+    with torch.no_grad():
+        feats = [f.detach() for f in theirs.backbone(images)]
+        up = [nn.functional.interpolate(f, feats[1].shape[2:], mode="bilinear") for f in feats[1:]]
+        head = theirs.decode_head
+        z = torch.relu(head.hamburger.ham_in(head.squeeze(torch.cat(up, 1))))
+
+    def parts(m: nn.Module) -> dict[str, Callable[[], None]]:
+        def iteration() -> None:
+            m.zero_grad(set_to_none=True)
+            sum(v for k, v in m.loss(images, samples).items() if "loss" in k).backward()
+
+        return {
+            "ham (NMF, r=16, 6 steps)": lambda: (
+                m.decode_head.hamburger.ham(z.clone().requires_grad_(True)).sum().backward()
+            ),
+            "decode head": lambda: (
+                m.decode_head([f.clone().requires_grad_(True) for f in feats]).sum().backward()
+            ),
+            "whole model, one iteration": iteration,
+        }
+
+    rows = []
+    for (part, a), b in zip(parts(ours).items(), parts(theirs).values()):
+        times = alternate({"ours": a, "mmseg": b}, device, runs)
+        t, t_mmseg = (statistics.median(v) for v in times.values())
+        mem, mem_mmseg = peak_memory(a, device), peak_memory(b, device)
+        row = dict(part=part, time_ours=t, time_mmseg=t_mmseg, time_ratio=t / t_mmseg)
+        row.update(spread=max(map(spread, times.values())), mem_ours=mem, mem_mmseg=mem_mmseg)
+        rows.append(dict(row, mem_ratio=mem / mem_mmseg))
+    return dict(rows=rows, batch=batch, size=size, runs=runs, device=str(device))
+
+
+def segnext_markdown(result: dict[str, Any]) -> str:
+    """A :func:`compare_segnext` result as a markdown table."""
+    size = result["size"]
+    lines = [
+        f"SegNeXt-T, training mode, {result['batch']}x3x{size}x{size} (head at 1/8: "
+        f"{size // 8}x{size // 8} positions), {result.get('device', 'cpu')}, median of "
+        f"{result['runs']} alternating runs",
+        "",
+        "| part | ours fwd+bwd | mmseg fwd+bwd | time ratio | spread | ours peak | mmseg peak "
+        "| memory ratio |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {r['part']} | {r['time_ours'] * 1e3:.1f} ms | {r['time_mmseg'] * 1e3:.1f} ms "
+        f"| **{r['time_ratio']:.2f}x** | {r['spread'] * 100:.0f}% "
+        f"| {r['mem_ours'] / MIB:.0f} MiB | {r['mem_mmseg'] / MIB:.0f} MiB "
+        f"| **{r['mem_ratio']:.2f}x** |"
+        for r in result["rows"]
+    ]
+    lines += ["", "Spread: (max - min) / median of the runs, the larger of the two sides."]
+    return "\n".join(lines)
