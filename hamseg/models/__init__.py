@@ -1,9 +1,5 @@
-"""Hamburger models: the decompositions (hams), the Hamburger blocks and the decode heads.
-
-Importing this package registers ``NMF``, ``CD``, ``VQ``, ``Hamburger``, ``HamHead``,
-``LightHamburger`` and ``HamLightHead`` (SegNeXt's head) into ``mmseg.registry.MODELS``.
-Import :mod:`hamseg` (which patches the stack first), not this package alone.
-"""
+"""Hamburger models: the hams (NMF, CD, VQ), the blocks and the heads, registered in mmseg's
+``MODELS`` on import. Import :mod:`hamseg` (which patches the stack first), not this alone."""
 
 from .cpu_sync_bn import HamSyncBatchNorm  # noqa: F401  ('HamSyncBN', CPU DDP wrapper)
 from .decompositions import CD, NMF, VQ, MatrixDecomposition2D

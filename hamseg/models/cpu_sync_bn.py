@@ -1,22 +1,14 @@
-"""Synchronized batch norm that also runs on CPU (gloo), for multi-process runs without a GPU.
+"""Synchronized batch norm on any device and backend (gloo too), and the CPU DDP wrapper.
 
-torch's ``nn.SyncBatchNorm`` only runs on GPUs; the paper and the release use synchronized BN
-everywhere (batch statistics over the whole global batch). :class:`HamSyncBatchNorm`, registered
-in mmseg's ``MODELS`` as ``'HamSyncBN'``, computes the batch mean and variance of the global
-batch with differentiable all-reduces on any device and backend, so a run on W processes with
-batch B each matches (forward and gradients, up to rounding) a one-process run with batch W*B
-and plain BN.
-
-Configs keep ``norm_cfg=dict(type='SyncBN')`` (torch's layer) for GPUs. On a CPU machine,
-:func:`hamseg.engine.distributed.setup_cpu_distributed` selects
-:class:`CPUSyncBNDistributedDataParallel`,
-which replaces every ``nn.SyncBatchNorm`` by :class:`HamSyncBatchNorm` (same parameters and
-buffers, same names, so checkpoints are interchangeable) before wrapping the model in DDP.
+torch's ``nn.SyncBatchNorm`` runs on GPUs only; the paper and the release use synchronized BN.
+On a CPU machine :func:`hamseg.engine.distributed.setup_cpu_distributed` selects
+:class:`CPUSyncBNDistributedDataParallel`, which swaps every ``nn.SyncBatchNorm`` for
+:class:`HamSyncBatchNorm` ('HamSyncBN'; same parameters, buffers and names) before DDP.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -33,14 +25,10 @@ __all__ = [
 
 
 class _AllReduceSum(torch.autograd.Function):
-    """Sum over processes; the backward pass sums the incoming gradients over processes too.
-
-    With L = sum_r L_r, the gradient w.r.t. one process's summand is sum_r dL_r/d(total), which
-    is what the all-reduce in backward computes.
-    """
+    """Sum over processes; backward sums the gradients over processes too (L = sum_r L_r)."""
 
     @staticmethod
-    def forward(ctx: Any, tensor: Tensor, group: Optional[Any]) -> Tensor:
+    def forward(ctx: Any, tensor: Tensor, group: Any | None) -> Tensor:
         ctx.group = group
         out = tensor.clone(memory_format=torch.contiguous_format)
         dist.all_reduce(out, op=dist.ReduceOp.SUM, group=group)
@@ -55,32 +43,24 @@ class _AllReduceSum(torch.autograd.Function):
 
 @MODELS.register_module(name="HamSyncBN")
 class HamSyncBatchNorm(_BatchNorm):
-    """Batch norm with statistics of the global batch, over any ``torch.distributed`` backend.
+    """Batch norm with the statistics of the global batch, over any ``torch.distributed``
+    backend: a W-process run with batch B each matches one process with batch W*B.
 
-    In training mode with an initialised process group of more than one process, the per-channel
-    mean is an all-reduced sum over the element count of all processes, then the (biased)
-    variance is an all-reduced sum of squared deviations from that mean (two passes, as stable
-    as a local BN). Both all-reduces are differentiable. Running statistics use the unbiased
-    variance of the global batch, like ``nn.BatchNorm``. Otherwise (eval mode, one process, no
-    process group) it is exactly ``nn.BatchNorm``.
-
-    Args:
-        num_features: Channels C of the (N, C, *) input.
-        eps: Added to the variance.
-        momentum: Running statistics momentum (None: cumulative average).
-        affine: Learnable per-channel weight and bias.
-        track_running_stats: Keep running mean and variance.
-        process_group: Group to synchronize over (default: the whole world).
+    In training with more than one process: the mean is an all-reduced sum over the global
+    count, the (biased) variance an all-reduced sum of squared deviations from it (two passes),
+    both differentiable; running statistics take the unbiased global variance. Otherwise it is
+    exactly ``nn.BatchNorm``. Arguments as ``nn.BatchNorm2d``, and ``process_group`` (default:
+    the whole world).
     """
 
     def __init__(
         self,
         num_features: int,
         eps: float = 1e-5,
-        momentum: Optional[float] = 0.1,
+        momentum: float | None = 0.1,
         affine: bool = True,
         track_running_stats: bool = True,
-        process_group: Optional[Any] = None,
+        process_group: Any | None = None,
     ) -> None:
         super().__init__(num_features, eps, momentum, affine, track_running_stats)
         self.process_group = process_group
@@ -89,17 +69,14 @@ class HamSyncBatchNorm(_BatchNorm):
         if input.dim() < 2:
             raise ValueError(f"expected at least 2D input (N, C, *), got {input.dim()}D")
 
-    def _synchronized(self) -> bool:
-        return (
+    def forward(self, input: Tensor) -> Tensor:
+        """Normalise (N, C, *) with the statistics of the global batch in training mode."""
+        if not (
             self.training
             and dist.is_available()
             and dist.is_initialized()
             and dist.get_world_size(self.process_group) > 1
-        )
-
-    def forward(self, input: Tensor) -> Tensor:
-        """Normalise (N, C, *) with the statistics of the global batch in training mode."""
-        if not self._synchronized():
+        ):
             return super().forward(input)
         self._check_input_dim(input)
         channels = input.shape[1]
@@ -130,32 +107,19 @@ class HamSyncBatchNorm(_BatchNorm):
         if self.track_running_stats:
             with torch.no_grad():
                 self.num_batches_tracked.add_(1)
-                factor = (
-                    1.0 / float(self.num_batches_tracked)
-                    if self.momentum is None
-                    else self.momentum
-                )
+                factor = self.momentum
+                if factor is None:  # cumulative average
+                    factor = 1.0 / float(self.num_batches_tracked)
                 unbiased = sq_dev.detach() / (total_count - 1)
                 self.running_mean.lerp_(mean.detach().to(self.running_mean.dtype), factor)
                 self.running_var.lerp_(unbiased.to(self.running_var.dtype), factor)
         return out.to(input.dtype)
 
 
-def convert_sync_batchnorm_to_ham(
-    module: nn.Module, process_group: Optional[Any] = None
-) -> nn.Module:
-    """Replace every ``nn.SyncBatchNorm`` in ``module`` by :class:`HamSyncBatchNorm`.
-
-    Parameters and buffers are moved over (the same tensor objects), names are kept, so the
-    state dict and any optimizer built later are unaffected.
-
-    Args:
-        module: A model (modified in place) or a single layer.
-        process_group: Group for the new layers (default: the whole world).
-
-    Returns:
-        ``module``, or its replacement if ``module`` itself is a ``nn.SyncBatchNorm``.
-    """
+def convert_sync_batchnorm_to_ham(module: nn.Module, process_group: Any | None = None) -> nn.Module:
+    """Replace every ``nn.SyncBatchNorm`` in ``module`` (in place) by :class:`HamSyncBatchNorm`
+    holding the same parameter and buffer objects; returns ``module`` or, for a single layer,
+    its replacement."""
     if isinstance(module, nn.SyncBatchNorm):
         new = HamSyncBatchNorm(
             module.num_features,
@@ -165,13 +129,9 @@ def convert_sync_batchnorm_to_ham(
             module.track_running_stats,
             process_group,
         )
-        if module.affine:
-            new.weight = module.weight
-            new.bias = module.bias
-        if module.track_running_stats:
-            new.running_mean = module.running_mean
-            new.running_var = module.running_var
-            new.num_batches_tracked = module.num_batches_tracked
+        for name in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked"):
+            if getattr(module, name, None) is not None:
+                setattr(new, name, getattr(module, name))
         new.train(module.training)
         if hasattr(module, "qconfig"):
             new.qconfig = module.qconfig
@@ -185,15 +145,8 @@ def convert_sync_batchnorm_to_ham(
 
 @MODEL_WRAPPERS.register_module()
 class CPUSyncBNDistributedDataParallel(MMDistributedDataParallel):
-    """``MMDistributedDataParallel`` for CPU processes: SyncBN layers become ``HamSyncBN`` first.
-
-    Selected by :func:`hamseg.engine.distributed.setup_cpu_distributed` on machines without CUDA (as
-    ``'mmseg.CPUSyncBNDistributedDataParallel'``); takes the same arguments as its base class.
-
-    Args:
-        module: The model to wrap.
-        **kwargs: ``MMDistributedDataParallel``/``DistributedDataParallel`` arguments.
-    """
+    """``MMDistributedDataParallel`` whose SyncBN layers become ``HamSyncBN`` first (selected
+    on CPU machines as ``'mmseg.CPUSyncBNDistributedDataParallel'``; the base's arguments)."""
 
     def __init__(self, module: nn.Module, **kwargs: Any) -> None:
         super().__init__(module=convert_sync_batchnorm_to_ham(module), **kwargs)

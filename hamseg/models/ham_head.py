@@ -1,10 +1,7 @@
-"""HamHead: the HamNet decode head (squeeze, Hamburger, align, classifier).
+"""HamHead, HamNet's decode head: 3x3 squeeze, Hamburger, 3x3 align, Dropout2d, classifier.
 
-Geng et al., "Is Attention Better Than Matrix Decomposition?", ICLR 2021, Sec. 3.1 and the
-authors' release (seg/HamNet/network.py): 3x3 conv-norm-act 2048 -> 512, Hamburger, 3x3
-conv-norm-act 512 -> 256, Dropout2d(0.1), 1x1 classifier. Attribute names (``squeeze``,
-``hamburger``, ``align``; mmseg's ``conv_seg`` for the release's ``fc.1``) make the released
-checkpoint load 1:1. Table 2's ablations: the Hamburger's part switches, and a head without it.
+Geng et al., ICLR 2021, Sec. 3.1, and the release (seg/HamNet/network.py); names (``squeeze``,
+``hamburger``, ``align``, ``conv_seg`` for the release's ``fc.1``) load its checkpoint 1:1.
 """
 
 from __future__ import annotations
@@ -25,26 +22,21 @@ CONV_INITS = ("mmseg", "pytorch")
 
 @MODELS.register_module()
 class HamHead(BaseDecodeHead):
-    """Decode head of HamNet (a ResNet head, unlike mmseg's SegNeXt ``LightHamHead``).
+    """Decode head of HamNet (a ResNet head, unlike SegNeXt's ``HamLightHead``).
 
     Args:
-        ham_channels: Channels of the Hamburger's input and output (paper and release: 512).
-        ham_cfg: Config of the decomposition (see :class:`~hamseg.models.Hamburger`), default
-            ``dict(type='NMF', R=64, eval_seed=0, eval_draws=8)`` (evaluation: the mean of 8
-            seeded draws, docs/evaluation.md); D defaults to ``ham_channels // S``.
-        variant: Hamburger variant, 'release' (authors' V2, default) or 'paper' (Eq. 6).
+        ham_channels: Channels of the Hamburger (paper and release: 512).
+        ham_cfg: The decomposition's config, default ``dict(type='NMF', R=64, eval_seed=0,
+            eval_draws=8)`` (evaluation: the mean of 8 seeded draws, docs/evaluation.md).
+        variant: Hamburger variant, 'release' (default) or 'paper' (Eq. 6).
         latent_channels: Channels d of the ham (default ``ham_channels``).
         with_hamburger: False for Table 2's baseline: squeeze, align and classifier only.
-        with_lower_bread, with_ham, with_upper_bread: Table 2's switches of the Hamburger's
-            parts (see :class:`~hamseg.models.Hamburger`).
-        conv_init: Init of the squeeze, align and classifier convs: 'mmseg' (mmcv's ConvModule
-            Kaiming init, mmseg's Normal(std=0.01) classifier) or 'pytorch' (PyTorch's default
-            ``nn.Conv2d`` init, as in the release, where only the Hamburger sets its own;
-            re-applied after mmengine's ``init_weights``). The Hamburger's init is the same
-            either way.
-        **kwargs: :class:`BaseDecodeHead` arguments (``in_channels``, ``channels``,
-            ``num_classes``, ``dropout_ratio=0.1``, ``norm_cfg``, ``act_cfg``, ...). The Hamburger
-            uses the head's ``norm_cfg`` and ``act_cfg``.
+        with_lower_bread, with_ham, with_upper_bread: Table 2's switches of the Hamburger.
+        conv_init: Init of the squeeze, align and classifier: 'mmseg' (mmcv's Kaiming, mmseg's
+            Normal(0.01) classifier) or 'pytorch' (``nn.Conv2d``'s default, as the release;
+            re-applied after mmengine's ``init_weights``). The Hamburger's init is its own.
+        **kwargs: :class:`BaseDecodeHead` arguments; the Hamburger takes the head's
+            ``norm_cfg`` and ``act_cfg``.
     """
 
     def __init__(
@@ -88,17 +80,14 @@ class HamHead(BaseDecodeHead):
         self._reset_convs()
 
     def init_weights(self) -> None:
-        """mmengine's init (``init_cfg``, then each child's ``init_weights``), after which
-        ``conv_init='pytorch'`` restores PyTorch's default init of the three convs."""
+        """mmengine's init, then ``conv_init='pytorch'`` restores the three convs' default."""
         first = not self.is_init
         super().init_weights()
         if first:
             self._reset_convs()
 
     def _reset_convs(self) -> None:
-        """PyTorch's default init of squeeze, align and classifier for ``conv_init='pytorch'``:
-        weights kaiming_uniform(a=sqrt(5)), i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and so the
-        biases; their norms keep weight 1 and bias 0 (PyTorch's default too)."""
+        """``conv_init='pytorch'``: ``reset_parameters`` of squeeze, align and classifier."""
         if self.conv_init == "pytorch":
             for conv in (self.squeeze.conv, self.align.conv, self.conv_seg):
                 conv.reset_parameters()

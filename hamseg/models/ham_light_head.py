@@ -1,16 +1,8 @@
 """HamLightHead: SegNeXt's decode head (mmseg's ``LightHamHead``) on hamseg's hams.
 
-Guo et al., "SegNeXt", NeurIPS 2022; the Hamburger of Geng et al., ICLR 2021. Same structure
-and parameter names as mmseg 1.2.2's ``LightHamHead`` (``squeeze``, ``hamburger.ham_in``,
-``hamburger.ham_out``, ``align``, ``conv_seg``), so mmseg's SegNeXt checkpoints load strictly;
-an mmseg SegNeXt config switches by changing ``type`` (``ham_kwargs`` is understood). What
-changes is the ham: hamseg's NMF with the paper's one-step gradient (Sec. 2.3, Eq. 13) instead of
-back-propagation through every step, a seeded dictionary in evaluation (``eval_seed``: the same
-mIoU at every test run), the dictionary drawn on the input's device, float32 under fp16/bf16
-autocast, and any other hamseg ham (CD, VQ, the init modes of App. F). Around the ham: the
-squeeze runs in float32 under fp16 autocast (finite on features of scale 1e4, where mmseg's
-overflows), and by level without concatenating the resized levels
-(:mod:`hamseg.models.level_squeeze`: the same result within float rounding, faster).
+Guo et al., NeurIPS 2022. mmseg 1.2.2's structure and names, so its SegNeXt checkpoints load
+strictly and its configs switch by ``type`` (``ham_kwargs`` understood); what changes (one-step
+gradient, seeded evaluation, float32 under autocast, any ham): docs/segnext.md.
 """
 
 from __future__ import annotations
@@ -38,11 +30,8 @@ MMSEG_DEFAULTS = dict(MD_S=1, MD_R=64, train_steps=6, eval_steps=7, inv_t=100, r
 def ham_cfg_from_kwargs(ham_kwargs: dict) -> dict:
     """hamseg's ``ham_cfg`` for mmseg's ``ham_kwargs`` of ``LightHamHead``.
 
-    mmseg's NMF2D forces ``inv_t = 1`` whatever the config says (as hamseg's NMF), so ``inv_t``
-    is dropped; ``rand_init=False`` (one dictionary drawn once and kept as the ``bases``
-    buffer) is hamseg's ``init='fixed'``. Evaluation averages 8 seeded draws (``eval_seed=0``,
-    ``eval_draws=8``): that is what switching an mmseg config's ``type`` is for, the same mIoU at
-    every test of a checkpoint, which another seed moves little (docs/evaluation.md).
+    ``inv_t`` is dropped (mmseg's NMF2D forces 1, as hamseg's NMF); ``rand_init=False`` is
+    ``init='fixed'``; evaluation is the mean of 8 seeded draws (docs/evaluation.md).
 
     Raises:
         ValueError: On a key that mmseg's NMF2D does not take.
@@ -54,26 +43,23 @@ def ham_cfg_from_kwargs(ham_kwargs: dict) -> dict:
             f"{sorted(MMSEG_DEFAULTS)}"
         )
     kwargs = {**MMSEG_DEFAULTS, **ham_kwargs}
-    cfg = dict(type="NMF", **{ours: kwargs[theirs] for theirs, ours in _KWARGS.items()})
-    cfg["init"] = "random" if kwargs["rand_init"] else "fixed"
-    cfg.update(eval_seed=0, eval_draws=8)
-    return cfg
+    cfg = {ours: kwargs[theirs] for theirs, ours in _KWARGS.items()}
+    init = "random" if kwargs["rand_init"] else "fixed"
+    return dict(type="NMF", **cfg, init=init, eval_seed=0, eval_draws=8)
 
 
 @MODELS.register_module()
 class HamLightHead(BaseDecodeHead):
-    """SegNeXt's light Hamburger head: concat of the selected levels, 1x1 squeeze, Hamburger,
-    1x1 align, classifier.
+    """SegNeXt's head: the selected levels resized and concatenated, 1x1 squeeze,
+    :class:`LightHamburger`, 1x1 align, classifier.
 
     Args:
         ham_channels: Channels of the Hamburger (SegNeXt: 256 for T/S, 512 B, 1024 L).
-        ham_cfg: hamseg ham config, e.g. ``dict(type='NMF', S=1, R=16, train_steps=6,
-            eval_steps=7, eval_seed=0, eval_draws=8)``; any hamseg decomposition and its options.
-        ham_kwargs: mmseg's ``LightHamHead`` argument instead (:func:`ham_cfg_from_kwargs`,
-            seeded evaluation). Given with ``ham_cfg``, the entries of ``ham_cfg`` override
-            what ``ham_kwargs`` maps to (e.g. ``ham_cfg=dict(eval_seed=None)`` on an mmseg
-            config: a new dictionary per forward, as mmseg). Neither given: mmseg's defaults
-            (NMF, r = 64, 6 train / 7 eval steps), seeded.
+        ham_cfg: hamseg ham config, e.g. ``dict(type='NMF', R=16, train_steps=6,
+            eval_steps=7, eval_seed=0, eval_draws=8)``.
+        ham_kwargs: mmseg's argument instead (:func:`ham_cfg_from_kwargs`); with both, the
+            entries of ``ham_cfg`` override (e.g. ``ham_cfg=dict(eval_seed=None)``: mmseg's
+            random evaluation). Neither: mmseg's defaults (NMF, r = 64, 6/7 steps), seeded.
         **kwargs: :class:`BaseDecodeHead` arguments (``in_channels`` list, ``in_index``,
             ``channels``, ``num_classes``, ``norm_cfg``, ...); always ``multiple_select``.
 
@@ -102,10 +88,8 @@ class HamLightHead(BaseDecodeHead):
         levels = self._transform_inputs(inputs)
         device = levels[0].device.type
         if torch.is_autocast_enabled(device) and torch.get_autocast_dtype(device) == torch.float16:
-            # The squeeze sums sum(in_channels) products of the backbone's features: at feature
-            # scale 1e4 its output exceeds fp16's 65504 (inf, then NaN from the GroupNorm; mmseg's
-            # head too). It runs in float32; its GroupNorm's output is bounded, and the rest of
-            # the head runs under fp16 as before (the ham computes in float32 anyway).
+            # At feature scale 1e4 the squeeze's sums exceed fp16's 65504 (inf, then NaN from
+            # the GroupNorm; mmseg's head too): it runs in float32, the rest under fp16.
             with torch.autocast(device, enabled=False):
                 x = self._squeeze([level.float() for level in levels])
         else:
@@ -113,8 +97,7 @@ class HamLightHead(BaseDecodeHead):
         return self.cls_seg(self.align(self.hamburger(x)))
 
     def _squeeze(self, levels: list[Tensor]) -> Tensor:
-        """``squeeze(cat(resized levels))``, (B, ham_channels, H_0, W_0) at level 0's size;
-        computed by level where that is exact (:mod:`~hamseg.models.level_squeeze`)."""
+        """``squeeze(cat(levels resized to level 0's size))``, by level where that is exact."""
         if level_squeeze.applies(self.squeeze, levels):
             return level_squeeze.forward(self.squeeze, levels, self.in_channels, self.align_corners)
         size = levels[0].shape[2:]

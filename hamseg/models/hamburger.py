@@ -1,19 +1,8 @@
-"""The Hamburger block: lower bread, ham, (cheese,) upper bread and a skip connection.
+"""The Hamburger block (Geng et al., ICLR 2021, Sec. 2.2.1, Eq. 5-6, Fig. 1, Table 2).
 
-Geng et al., "Is Attention Better Than Matrix Decomposition?", ICLR 2021, Sec. 2.2.1, Eq. 5-6,
-Fig. 1. Two variants:
-
-- ``'paper'`` (Eq. 6): Y = Z + BN(W_u M(W_l Z)); lower bread 1x1 conv (ReLU before NMF), upper
-  bread 1x1 conv followed by the norm, no activation after the sum.
-- ``'release'`` (the authors' "V2", used for the released VOC model): lower bread 1x1 conv with
-  bias (ReLU before NMF), ham, "cheese" 1x1 conv-norm-act, upper bread 1x1 conv without bias and
-  without norm, Y = act(Z + W_u cheese(M(W_l Z))).
-
-Table 2's ablations remove one part each (``with_lower_bread``, ``with_ham``,
-``with_upper_bread``). Attribute names match the authors' checkpoint (``lower_bread.0``,
-``cheese.conv/bn``, ``upper_bread``) so that its weights load 1:1. The fused inference path
-(BN folding, the low-rank product (W D) C, in-place writes) lives in
-:mod:`hamseg.models.fused_hamburger`.
+'paper' (Eq. 6): Y = Z + BN(W_u M(W_l Z)). 'release' (the authors' V2, the released VOC model):
+Y = act(Z + W_u cheese(M(W_l Z))), cheese a 1x1 conv-norm-act. A ReLU precedes NMF. Names match
+the release's checkpoint (``lower_bread.0``, ``cheese.conv/bn``, ``upper_bread``).
 """
 
 from __future__ import annotations
@@ -29,6 +18,7 @@ from torch.nn.modules.instancenorm import _InstanceNorm
 
 from . import fused_hamburger
 from .decompositions import MatrixDecomposition2D
+from .fused_hamburger import PointwiseConv
 
 __all__ = ["Hamburger"]
 
@@ -37,38 +27,34 @@ DEFAULT_NORM = dict(type="BN", requires_grad=True)
 DEFAULT_ACT = dict(type="ReLU")
 
 
+def _identity(module: nn.Module) -> bool:
+    return type(module) is nn.Identity
+
+
 @MODELS.register_module()
 class Hamburger(nn.Module):
     """Hamburger H(Z) = W_u M(W_l Z) with its skip connection (Eq. 5-6).
 
     Args:
-        in_channels: Channels d_z of the input Z, and of the output.
-        latent_channels: Channels d of the ham's input W_l Z. Defaults to ``in_channels`` (the
-            paper and release use d = d_z = 512).
-        ham_cfg: Config of the decomposition, built with ``mmseg.registry.MODELS``, e.g.
-            ``dict(type='NMF', S=1, R=64, train_steps=6, eval_steps=6)`` (the default). With
-            spatial folding D defaults to ``latent_channels // S``.
+        in_channels: Channels d_z of Z and of Y.
+        latent_channels: Channels d of the ham (default d_z; paper and release: 512).
+        ham_cfg: The decomposition's config (``mmseg.registry.MODELS``), default
+            ``dict(type='NMF')``; D defaults to ``latent_channels // S`` (spatial folding).
         variant: 'paper' or 'release' (see the module docstring).
-        norm_cfg: Norm of the upper bread ('paper') or of the cheese ('release'); None for none.
-        act_cfg: Activation of the cheese and after the skip sum ('release' only); None for
-            none. The ReLU in front of NMF is not configurable (non-negativity).
-        with_lower_bread: False for Table 2's "- lower bread": the ham acts on Z itself (an
-            NMF ham keeps its ReLU, so its input stays non-negative). Needs d = d_z.
-        with_ham: False for Table 2's "- ham": M is the identity; both breads stay, and so does
-            the lower bread's ReLU of an NMF config (the release's ``lower_bread`` module).
-        with_upper_bread: False for Table 2's "- upper bread": no W_u; the 'paper' variant keeps
-            the BN of Eq. 6, Y = Z + BN(M(W_l Z)). Needs d = d_z. Without both breads, Table 2's
-            "only ham": Y = Z + BN(M(Z)) ('paper').
+        norm_cfg: Norm of the upper bread ('paper') or of the cheese ('release'); None: none.
+        act_cfg: Activation of the cheese and after the sum ('release'); None: none.
+        with_lower_bread, with_ham, with_upper_bread: Table 2's ablations, each removes one
+            part (the ReLU in front of NMF stays). Without the upper bread, 'paper' keeps Eq. 6's
+            BN: Y = Z + BN(M(W_l Z)). Without a bread, d must equal d_z.
 
     Raises:
-        ValueError: On an unknown variant, on a block without any of its three parts, and on
-            d != d_z without one of the breads.
+        ValueError: On an unknown variant, a block without parts, d != d_z without a bread.
     """
 
-    #: Feature maps with fewer positions H * W take the plain module calls: the fused path
-    #: saves nothing measurable there, and small maps (tests, toy models) then give results
-    #: bit-identical to the module calls (CD and VQ with 1/T = 100 amplify float rounding).
-    fast_path_min_positions: int = 1024
+    #: Inference through the ham's factors (:mod:`~hamseg.models.fused_hamburger`) on maps of
+    #: at least this many positions; smaller maps (tests, toy models) give results bit-identical
+    #: to the module calls. None switches it off.
+    fast_path_min_positions: int | None = 1024
 
     def __init__(
         self,
@@ -106,7 +92,8 @@ class Hamburger(nn.Module):
         ham_cls = MODELS.get(ham_type) if isinstance(ham_type, str) else ham_type
         ham = MODELS.build(ham_cfg) if with_ham else None
 
-        lower = [nn.Conv2d(in_channels, latent, 1)] if with_lower_bread else []
+        conv = dict(conv_cfg=dict(type=PointwiseConv))
+        lower = [PointwiseConv(in_channels, latent, 1)] if with_lower_bread else []
         if getattr(ham_cls, "nonnegative", False):
             # NMF needs X >= 0 (Sec. 2.2.2); never in place on Z itself (the skip input)
             lower.append(nn.ReLU(inplace=with_lower_bread))
@@ -116,27 +103,28 @@ class Hamburger(nn.Module):
         # Registration order lower bread, ham, cheese, upper bread: init_weights draws in it.
         self.cheese: nn.Module = nn.Identity()
         if variant == "release":
-            self.cheese = ConvModule(latent, latent, 1, norm_cfg=norm_cfg, act_cfg=act_cfg)
+            self.cheese = ConvModule(latent, latent, 1, norm_cfg=norm_cfg, act_cfg=act_cfg, **conv)
         self.upper_bread: nn.Module = nn.Identity()
         self.norm: nn.Module = nn.Identity()  # Eq. 6's BN when it has no upper bread to follow
         if variant == "release" and with_upper_bread:
-            self.upper_bread = nn.Conv2d(latent, in_channels, 1, bias=False)
+            self.upper_bread = PointwiseConv(latent, in_channels, 1, bias=False)
         elif with_upper_bread:
             # Eq. 6: the BN of BN(H(Z)) is the norm of the upper bread; no activation.
-            self.upper_bread = ConvModule(latent, in_channels, 1, norm_cfg=norm_cfg, act_cfg=None)
+            self.upper_bread = ConvModule(
+                latent, in_channels, 1, norm_cfg=norm_cfg, act_cfg=None, **conv
+            )
         elif variant == "paper" and norm_cfg:
             self.norm = build_norm_layer(norm_cfg, latent)[1]
         self.act: nn.Module = nn.Identity()
         if variant == "release" and act_cfg:
             self.act = build_activation_layer(act_cfg)
+            if hasattr(self.act, "inplace"):
+                self.act.inplace = True  # on the skip sum, this call's own tensor
         self.init_weights()
 
     def init_weights(self) -> None:
-        """Release init: conv weights N(0, sqrt(2 / (k*k*out_channels))), norms weight 1 bias 0.
-
-        Conv biases keep PyTorch's default, as in the release. Also called by mmengine's
-        ``BaseModule.init_weights`` of the head, which then does not reach the ConvModules here.
-        """
+        """Release init: conv weights N(0, sqrt(2 / (k*k*out_channels))) (biases keep PyTorch's
+        default), norms weight 1 and bias 0. The head's ``init_weights`` calls it."""
         for m in self.modules():
             if isinstance(m, nn.Conv2d):
                 fan_out = m.kernel_size[0] * m.kernel_size[1] * m.out_channels
@@ -147,30 +135,16 @@ class Hamburger(nn.Module):
                 if m.bias is not None:
                     nn.init.zeros_(m.bias)
 
-    def layout(self) -> fused_hamburger.Layout:
-        """The block as Y = act(Z + after(M(before(Z)))), for the fused inference path."""
-        after = (self.cheese, self.upper_bread, self.norm)
-        return fused_hamburger.Layout(tuple(self.lower_bread), self.ham, after, self.act)
-
     def forward(self, x: Tensor, bases: Tensor | None = None) -> Tensor:
-        """Apply the block: Y = Z + BN(W_u M(W_l Z)) ('paper', Eq. 6) or
-        Y = act(Z + W_u cheese(M(W_l Z))) ('release').
-
-        Where it is exact (a large float map without autocast or hooks, the full block), the
-        fused inference path computes the same arithmetic with less memory traffic
-        (:mod:`~hamseg.models.fused_hamburger`: breads as matrix products with an eval BN
-        folded in, in-place writes, and without autograd (W D) C instead of W (D C)).
-
-        Args:
-            x: Z, (B, in_channels, H, W).
-            bases: Optional initial dictionary for the ham, (B*S, D, R).
-
-        Returns:
-            Y, same shape as ``x``.
-        """
-        if fused_hamburger.applies(self, x):
-            return fused_hamburger.forward(self, x, bases)
+        """Y (B, in_channels, H, W) of Z = ``x``; ``bases``: the ham's initial dictionary
+        (B*S, D, R), optional. In inference the conv after the ham multiplies its factors."""
         z = self.lower_bread(x)  # W_l Z (and the ReLU in front of NMF)
-        if self.ham is not None:
+        after = [m for m in (self.cheese, self.upper_bread, self.norm) if not _identity(m)]
+        fused = self.ham is not None and after and fused_hamburger.applies(self, z, after[0])
+        if fused:
+            z = fused_hamburger.conv_on_factors(after.pop(0), self.ham, z, bases, z is not x)
+        elif self.ham is not None:
             z = self.ham(z, bases)  # M: the low-rank reconstruction D C (Eq. 7)
-        return self.act(x + self.norm(self.upper_bread(self.cheese(z))))
+        for module in after:
+            z = module(z)
+        return self.act(z.add_(x) if fused else x + z)

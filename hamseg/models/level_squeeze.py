@@ -1,16 +1,9 @@
-"""SegNeXt's squeeze computed by level: sum_l resize(W_l x_l) instead of W cat(resize(x_l)).
+"""SegNeXt's squeeze by level: sum_l resize(W_l x_l) instead of W cat(resize(x_l)).
 
-SegNeXt's light head (Guo et al., NeurIPS 2022; mmseg's ``LightHamHead``) resizes the selected
-backbone levels to the first one's size, concatenates them and applies a 1x1 conv-norm-act, the
-squeeze. A 1x1 conv and a bilinear resize commute (one mixes channels at each position, the
-other mixes positions within each channel with weights summing to 1, so a bias commutes too):
-the squeeze's weight W = [W_0, W_1, ...] is split by level, W_l x_l is computed at level l's own
-resolution, and the products are resized and summed. The resize is separable, A_h Y A_w^T per
-channel (:func:`bilinear_matrix`: the rows of torch's bilinear interpolation), so it is two
-matrix products, the second one accumulating onto the sum. For SegNeXt-T at the 512 crop this is
-about a quarter of the multiply-adds of the conv on the concatenation, with no concatenation and
-no ``upsample_bilinear2d`` (slow on CPU for 256 channels); the result is the same within float
-rounding, and the gradients too (autograd through the products).
+A 1x1 conv and a bilinear resize commute, so the squeeze's weight is split by level, each part
+runs at its level's resolution and the resize is two matrix products (:func:`bilinear_matrix`).
+Measured against resize+cat+conv (docs/benchmark.md, "Speed paths"): see there; switch:
+``level_squeeze.enabled = False``.
 """
 
 from __future__ import annotations
@@ -26,18 +19,18 @@ from hamseg.models.tracing import is_tracing
 
 from .fused_hamburger import hooked, is_plain_conv1x1
 
-__all__ = ["applies", "bilinear_matrix", "forward"]
+__all__ = ["applies", "bilinear_matrix", "enabled", "forward"]
+
+#: The switch: False makes the head resize, concatenate and convolve.
+enabled = True
 
 
 def applies(squeeze: ConvModule, levels: Sequence[Tensor]) -> bool:
-    """Whether :func:`forward` computes exactly what the module calls compute.
-
-    Not for a conv other than a plain 1x1, a ConvModule order other than conv-norm-act, a hook
-    on the squeeze (it must fire), autocast (mmseg's mixed-precision arithmetic), a trace or an
-    export (the shapes must stay symbolic).
-    """
+    """Whether :func:`forward` computes what the module calls compute: a plain 1x1 conv-norm-act,
+    no hook on the squeeze, no autocast, no trace or export (shapes stay symbolic)."""
     return (
-        is_plain_conv1x1(squeeze.conv)
+        enabled
+        and is_plain_conv1x1(squeeze.conv)
         and squeeze.order == ("conv", "norm", "act")
         and not hooked(squeeze)
         and not torch.is_autocast_enabled(levels[0].device.type)
@@ -48,17 +41,8 @@ def applies(squeeze: ConvModule, levels: Sequence[Tensor]) -> bool:
 def forward(
     squeeze: ConvModule, levels: Sequence[Tensor], in_channels: Sequence[int], align_corners: bool
 ) -> Tensor:
-    """``squeeze(cat([resize(x, size of levels[0]) for x in levels]))`` computed by level.
-
-    Args:
-        squeeze: The head's 1x1 ConvModule, sum(in_channels) -> C.
-        levels: Features (B, in_channels[l], h_l, w_l); level 0 sets the output size.
-        in_channels: Channels of each level, the split of the squeeze's weight.
-        align_corners: As the head's bilinear resize.
-
-    Returns:
-        (B, C, H_0, W_0).
-    """
+    """``squeeze(cat([resize(x, size of levels[0]) for x in levels]))`` (B, C, H_0, W_0),
+    computed by level; ``levels[l]`` is (B, in_channels[l], h_l, w_l)."""
     weights = squeeze.conv.weight.split(list(in_channels), dim=1)
     x = F.conv2d(levels[0], weights[0], squeeze.conv.bias)  # level 0 is at the output size
     B, C, H, W = x.shape
@@ -82,16 +66,8 @@ def forward(
 
 
 def bilinear_matrix(size_in: int, size_out: int, align_corners: bool, like: Tensor) -> Tensor:
-    """(size_out, size_in) matrix of 1-D bilinear interpolation as torch computes it
-    (``upsample_bilinear2d`` without antialiasing, sizes given): row i holds the two weights
-    of output i, so resizing rows Y (.., size_in) is Y A^T.
-
-    Args:
-        size_in: Input length.
-        size_out: Output length.
-        align_corners: As in ``F.interpolate``.
-        like: The matrix takes this tensor's device and dtype.
-    """
+    """A (size_out, size_in) of torch's 1-D bilinear interpolation (sizes given, no antialias):
+    resizing rows Y (.., size_in) is Y A^T; in ``like``'s device and dtype."""
     dst = torch.arange(size_out, dtype=torch.float64)
     if align_corners:
         scale = (size_in - 1) / (size_out - 1) if size_out > 1 else 0.0

@@ -1,20 +1,12 @@
-"""Poly-NL: a non-local block of linear complexity in the number of positions.
+"""Poly-NL (Babiloni et al., ICCV 2021, Sec. 3.2, Eq. 6), a non-local block linear in N = H*W.
 
-Babiloni et al., "Poly-NL: Linear Complexity Non-local Layers with Polynomials" (ICCV 2021),
-Sec. 3.2, Eq. 6: for X in R^{N x C} (N = H * W positions),
-
-    Z = alpha X + beta Y,   Y = (Phi(X W1 ⊙ X W2) ⊙ X) W3,
-
-where W1, W2, W3 are C x C learnable matrices, alpha and beta learnable scalars, ⊙ the
-Hadamard product and Phi an average over the N positions followed by an expansion back to
-N x C. Phi makes the third-order interaction a per-channel gate, so the block costs three
-N x C x C products, O(N) (Eq. 7 gives the element-wise form), against O(N^2) for
-self-attention.
-
-Here X is kept as a feature map (B, C, H, W); "X W" is a 1x1 convolution without bias.
+Z = alpha X + beta (Phi(X W1 ⊙ X W2) ⊙ X) W3, Phi the average over positions (a per-channel
+gate); three N x C x C products, O(N). X is a feature map, "X W" a 1x1 conv without bias.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 from mmseg.models.decode_heads.fcn_head import FCNHead
@@ -28,10 +20,8 @@ __all__ = ["PolyNL", "PolyNLHead"]
 class PolyNL(nn.Module):
     """The Poly-NL block, Z = alpha X + beta (Phi(X W1 ⊙ X W2) ⊙ X) W3 (Eq. 6).
 
-    The paper does not state how alpha and beta start. By default the block starts as the
-    identity (alpha = 1, beta = 0), like the zero-initialised gamma of DANet's attention
-    modules, so inserting it does not disturb a network at initialisation; beta receives a
-    gradient from the first step on.
+    The paper leaves alpha and beta's start open: by default the identity (alpha = 1, beta =
+    0, as DANet's zero gamma); beta gets a gradient from the first step on.
 
     Args:
         in_channels: C, channels of the input and of the output.
@@ -55,27 +45,13 @@ class PolyNL(nn.Module):
         return f"in_channels={self.in_channels}"
 
     def gate(self, x: Tensor) -> Tensor:
-        """Phi(X W1 ⊙ X W2) before the expansion: the average over positions, (B, C, 1, 1).
-
-        Args:
-            x: X, (B, C, H, W).
-
-        Returns:
-            The per-channel gate, (B, C, 1, 1); broadcasting performs Phi's expansion.
-        """
-        # (N, C) @ (C, C) -> (N, C), twice, as 1x1 convs: (B, C, H, W) -> (B, C, H, W)
-        interaction = self.w1(x) * self.w2(x)
-        return interaction.mean(dim=(2, 3), keepdim=True)
+        """Phi(X W1 ⊙ X W2) for X (B, C, H, W): the mean over positions, (B, C, 1, 1)
+        (broadcasting is Phi's expansion)."""
+        # (N, C) @ (C, C) -> (N, C), twice, as 1x1 convs
+        return (self.w1(x) * self.w2(x)).mean(dim=(2, 3), keepdim=True)
 
     def forward(self, x: Tensor) -> Tensor:
-        """Apply Eq. 6.
-
-        Args:
-            x: X, (B, C, H, W).
-
-        Returns:
-            Z, (B, C, H, W).
-        """
+        """Z (B, C, H, W) of X (B, C, H, W), Eq. 6."""
         if x.dim() != 4 or x.shape[1] != self.in_channels:
             raise ValueError(f"expected x of shape (B, {self.in_channels}, H, W), got {x.shape}")
         # (Phi(.) ⊙ X) W3: (B, C, 1, 1) * (B, C, H, W) -> (B, C, H, W), then
@@ -86,11 +62,8 @@ class PolyNL(nn.Module):
 
 @MODELS.register_module()
 class PolyNLHead(FCNHead):
-    """FCN-style decode head with a Poly-NL block between its two convs.
-
-    The same layout as mmseg's ``NLHead`` (3x3 conv, context block, 3x3 conv, optional concat
-    with the input and a 3x3 fusion conv, classifier), with the quadratic non-local block
-    replaced by Poly-NL, so that the two heads differ only in their context module.
+    """mmseg's ``NLHead`` layout (3x3 conv, context block, 3x3 conv, optional concat and fusion
+    conv, classifier) with Poly-NL as the context block.
 
     Args:
         alpha_init: Initial alpha of the Poly-NL block.
@@ -99,7 +72,7 @@ class PolyNLHead(FCNHead):
             (always 2): ``in_channels``, ``channels``, ``num_classes``, ``concat_input``, ...
     """
 
-    def __init__(self, alpha_init: float = 1.0, beta_init: float = 0.0, **kwargs) -> None:
+    def __init__(self, alpha_init: float = 1.0, beta_init: float = 0.0, **kwargs: Any) -> None:
         if kwargs.pop("num_convs", 2) != 2:
             raise ValueError("PolyNLHead always has num_convs=2 (conv, Poly-NL, conv)")
         super().__init__(num_convs=2, **kwargs)

@@ -1,22 +1,9 @@
 """Weights of the authors' release (Gsunshine/Enjoy-Hamburger, seg/HamNet) in mmseg's layout.
 
-Two files come from the release:
-
-- ``resnet101-2a57e44d.pth``: the ImageNet ResNet-101 with the deep stem (three 3x3 convs
-  3 -> 64 -> 64 -> 128) that the release fine-tunes. Its names are those of the release's
-  ``ResNet`` module: ``conv1.{0,1,3,4,6}`` (stem convs and norms), ``bn1`` (the stem's last
-  norm), ``layer1..4`` and the ImageNet classifier ``fc``.
-- the released HamNet checkpoint, ``{'net': state_dict}``: ``backbone.0`` (the stem
-  ``Sequential``), ``backbone.1`` (its last norm), ``backbone.4..7`` (``layer1..4``), then
-  ``squeeze``, ``hamburger``, ``align`` and ``fc.1`` (the classifier behind ``Dropout2d``).
-
-mmseg's ``ResNetV1c(stem_channels=128)`` has the same modules under other names: ``stem.{0,1,
-3,4,6,7}`` and ``layer1..4`` with identical block names. :func:`map_state_dict` renames by
-prefix rules and checks the result against the target module: every source tensor is used
-exactly once (or explicitly dropped), every target tensor is filled, every shape agrees.
-
-:class:`HamResNetPretrained` is an mmengine weight initializer (``init_cfg``) that loads the
-ImageNet file into a backbone this way and fails with a clear message when the file is missing.
+The release's ImageNet ResNet-101 (deep stem, ``conv1.{0,1,3,4,6}``, ``bn1``, ``layer1..4``,
+``fc``) and its HamNet checkpoint (``{'net': ...}``: ``backbone.0/1/4..7``, ``squeeze``,
+``hamburger``, ``align``, ``fc.1``) map by prefix rules onto mmseg's ``ResNetV1c(stem_channels=
+128)`` and :class:`~hamseg.models.HamHead`; :func:`map_state_dict` checks the result is 1:1.
 """
 
 from __future__ import annotations
@@ -24,13 +11,14 @@ from __future__ import annotations
 import os
 import os.path as osp
 from collections.abc import Mapping, Sequence
-from typing import Optional
 
 import torch
 from mmengine.logging import print_log
 from mmengine.model.weight_init import update_init_info
 from mmseg.registry import WEIGHT_INITIALIZERS
 from torch import Tensor, nn
+
+from hamseg.compat.checkpoint import load_checkpoint_file
 
 __all__ = [
     "IMAGENET_RESNET_RULES",
@@ -42,8 +30,7 @@ __all__ = [
     "unwrap_state_dict",
 ]
 
-#: (source prefix, target prefix) for the release's ImageNet ResNet file -> mmseg ``ResNet``
-#: with ``deep_stem=True``. The stem's ReLUs (indices 2, 5) hold no tensors.
+#: (source prefix, target prefix): the ImageNet file -> mmseg ``ResNet`` with ``deep_stem=True``.
 IMAGENET_RESNET_RULES: tuple[tuple[str, str], ...] = (
     ("conv1.0.", "stem.0."),
     ("conv1.1.", "stem.1."),
@@ -59,10 +46,8 @@ IMAGENET_RESNET_RULES: tuple[tuple[str, str], ...] = (
 #: Source prefixes of the ImageNet file that a segmentation backbone does not use.
 IMAGENET_RESNET_DROP: tuple[str, ...] = ("fc.",)
 
-#: (source prefix, target prefix) for the released HamNet state dict -> mmseg
-#: ``EncoderDecoder`` with ``ResNetV1c`` and ``HamHead``. ``backbone`` is the release's
-#: ``Sequential(conv1, bn1, relu, maxpool, layer1, ..., layer4)``; ``fc`` is
-#: ``Sequential(Dropout2d, Conv2d)``.
+#: (source prefix, target prefix): the HamNet checkpoint -> ``EncoderDecoder(ResNetV1c, HamHead)``
+#: (the release's ``backbone`` is ``Sequential(conv1, bn1, relu, maxpool, layer1..4)``).
 RELEASE_HAMNET_RULES: tuple[tuple[str, str], ...] = (
     ("backbone.0.", "backbone.stem."),
     ("backbone.1.", "backbone.stem.7."),
@@ -88,29 +73,13 @@ class WeightMappingError(KeyError):
 
 
 def load_torch_file(path: str) -> object:
-    """Load on CPU with ``weights_only=True``; an unsafe file is refused with a clear message.
-
-    Args:
-        path: File written by ``torch.save``.
-
-    Returns:
-        The loaded object.
-    """
-    from hamseg.compat.checkpoint import load_checkpoint_file
-
+    """Load ``path`` on CPU with ``weights_only=True`` (an unsafe file is refused)."""
     return load_checkpoint_file(path, map_location="cpu")
 
 
 def unwrap_state_dict(obj: object, keys: Sequence[str] = _WRAPPER_KEYS) -> dict[str, Tensor]:
-    """The state dict inside a loaded checkpoint, without a DataParallel ``module.`` prefix.
-
-    Args:
-        obj: What :func:`load_torch_file` returned: a state dict, or a dict holding one under
-            one of ``keys`` (tried in order).
-        keys: Wrapper keys to look for.
-
-    Returns:
-        A plain ``{name: tensor}`` dict.
+    """The ``{name: tensor}`` dict in a loaded checkpoint (itself, or under the first of
+    ``keys`` it has), without a DataParallel ``module.`` prefix.
 
     Raises:
         TypeError: If no state dict of tensors is found.
@@ -132,7 +101,7 @@ def unwrap_state_dict(obj: object, keys: Sequence[str] = _WRAPPER_KEYS) -> dict[
     return dict(obj)
 
 
-def _rename(name: str, rules: Sequence[tuple[str, str]]) -> Optional[str]:
+def _rename(name: str, rules: Sequence[tuple[str, str]]) -> str | None:
     """Target name of ``name`` under the longest matching source prefix, or None."""
     best = None
     for src, dst in rules:
@@ -156,13 +125,11 @@ def map_state_dict(
 
     Args:
         source: State dict to convert.
-        target: State dict of the module that will load the result (names and shapes are
-            checked; values are not used).
+        target: State dict of the module that will load it (names and shapes are checked).
         rules: ``(source prefix, target prefix)`` pairs; the longest matching prefix wins.
-        drop: Source prefixes that are intentionally not used (e.g. an ImageNet classifier).
-        fill_num_batches_tracked: Fill missing BatchNorm ``num_batches_tracked`` counters with
-            0 (files saved by PyTorch < 0.4.1 have none; the counter does not affect the
-            forward pass with a fixed momentum).
+        drop: Source prefixes left unused on purpose (e.g. an ImageNet classifier).
+        fill_num_batches_tracked: Fill missing BatchNorm ``num_batches_tracked`` with 0 (files
+            of PyTorch < 0.4.1 have none; unused with a fixed momentum).
 
     Returns:
         The renamed state dict, with exactly the keys of ``target``.
@@ -227,21 +194,12 @@ PRETRAINED_HELP = (
 
 @WEIGHT_INITIALIZERS.register_module()
 class HamResNetPretrained:
-    """``init_cfg`` that loads the release's ImageNet ResNet file into an mmseg ``ResNet``.
-
-    Use on a ``ResNetV1c(stem_channels=128)`` backbone (the deep stem of the release):
-    ``init_cfg=dict(type='HamResNetPretrained',
-    checkpoint='data/pretrained/resnet101-2a57e44d.pth')``. Names are mapped with
-    :data:`IMAGENET_RESNET_RULES`, the ImageNet classifier ``fc`` is dropped, and the backbone
-    must be filled completely (strict), so a wrong file fails instead of half-loading.
-
-    Args:
-        checkpoint: Path of the ImageNet file (relative paths are relative to the working
-            directory, as for every mmseg data path).
+    """``init_cfg`` loading the release's ImageNet ResNet file into ``ResNetV1c(stem_channels=
+    128)``, e.g. ``dict(type='HamResNetPretrained', checkpoint='data/pretrained/resnet101-2a57e44d
+    .pth')`` (relative to the working directory). Strict: a wrong file fails, not half-loads.
 
     Raises:
-        FileNotFoundError: When called and the file is missing; the message says what the file
-            is, where it goes and how to get it.
+        FileNotFoundError: When called and the file is missing (what it is, where, how to get it).
         WeightMappingError: When the file does not fit the backbone.
     """
 

@@ -1,14 +1,9 @@
 """CD's ridge solve, C = (D^T D + beta I)^-1 D^T X (App. B, Eq. 15), eager and exportable.
 
-Eagerly the solve is ``torch.linalg.solve`` (LU). ONNX has neither a linear solve nor a matrix
-inverse, so while a graph is recorded (:func:`hamseg.models.tracing.is_tracing`: an ONNX export,
-``torch.jit.trace``) the r x r system matrix is inverted by Gauss-Jordan elimination, r steps of
-slices, products and differences that every exporter and runtime takes, and the inverse
-multiplies D^T X in one MatMul. The system matrix is symmetric positive definite with every
-eigenvalue >= beta > 0, so elimination without pivoting is stable (its pivots are the diagonals
-of Schur complements, all >= beta) and the result equals the LU solve within float rounding,
-of the order of cond * eps, where cond <= (r + beta) / beta for unit dictionary columns (641
-for r = 64, beta = 0.1). Both solves then carry errors of that order against the exact answer.
+Eagerly ``torch.linalg.solve``; ONNX has no solve nor inverse, so while a graph is recorded the
+r x r matrix is inverted by Gauss-Jordan elimination (slices, products, differences). It is SPD
+with eigenvalues >= beta, so no pivoting is needed; both solves err by ~cond * eps, cond <=
+(r + beta) / beta for unit dictionary columns (docs/deploy.md).
 """
 
 from __future__ import annotations
@@ -22,18 +17,10 @@ __all__ = ["ridge_solve", "spd_inverse"]
 
 
 def spd_inverse(a: Tensor) -> Tensor:
-    """Inverse of a batch of symmetric positive definite matrices by Gauss-Jordan elimination.
+    """A^-1 (B, R, R) of symmetric positive definite A (B, R, R) by Gauss-Jordan elimination.
 
-    Step k divides row k of [A | I] by its pivot and removes column k from every other row. In
-    one update: M <- M - (M[:, k] - e_k) M[k] / M[k, k], which leaves row k divided by the
-    pivot (its coefficient is M[k, k] - 1) and every other row i minus M[i, k] times it. No
-    pivoting: see the module docstring.
-
-    Args:
-        a: (B, R, R), symmetric positive definite.
-
-    Returns:
-        A^-1, (B, R, R).
+    Step k on [A | I]: M <- M - (M[:, k] - e_k) M[k] / M[k, k] divides row k by its pivot and
+    removes column k from every other row.
     """
     R = a.shape[-1]
     eye = torch.eye(R, dtype=a.dtype, device=a.device)
@@ -46,16 +33,7 @@ def spd_inverse(a: Tensor) -> Tensor:
 
 
 def ridge_solve(gram: Tensor, rhs: Tensor) -> Tensor:
-    """Y = gram^-1 rhs for the ridge system of CD.
-
-    Args:
-        gram: D^T D + beta I, (B*S, R, R), symmetric positive definite.
-        rhs: D^T X, (B*S, R, N).
-
-    Returns:
-        Y, (B*S, R, N): ``torch.linalg.solve`` eagerly; while a graph is recorded the
-        exportable inverse (:func:`spd_inverse`) times ``rhs``.
-    """
+    """gram^-1 rhs, (B*S, R, N), for gram = D^T D + beta I (B*S, R, R) and rhs = D^T X."""
     if not is_tracing():
         return torch.linalg.solve(gram, rhs)
     # (B*S, R, R) @ (B*S, R, N) -> (B*S, R, N)

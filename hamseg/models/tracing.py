@@ -1,11 +1,8 @@
-"""Tracing and export: when the hams must take plain out-of-place ops, and drawing a constant.
+"""Tracing and export: when the models take the recorded (module-call) path, and constants.
 
-``torch.jit.trace`` (which mmengine's FLOP counter and the TorchScript ONNX exporter use) and
-``torch.export`` (the dynamo ONNX exporter) record operators: the hams' in-place steps with
-``out=`` buffers are recorded with their extra argument (mmengine's ``bmm_flop_jit`` then asserts;
-exporters may reject them), and a seeded random draw is recorded as a random operator, so the
-traced graph draws a new dictionary at every call. :func:`is_tracing` is the one condition the
-models test; :func:`outside_trace` computes a tensor that the trace records as a constant.
+``torch.jit.trace`` (mmengine's FLOP counter, the TorchScript ONNX exporter) and ``torch.export``
+record operators: :func:`is_tracing` is the condition the models test; :func:`outside_trace`
+computes a tensor (the seeded dictionary) that a trace records as a constant, not a random draw.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Numerical tests of the hams (paper Alg. 1-3, Sec. 2.3, App. B, F).
-
-The references below are written independently of the module, in the paper's layout
-(codes C of shape (R, N), not transposed).
-"""
+"""Numerical tests of the hams (paper Alg. 1-3, Sec. 2.3, App. B, F) against the independent
+references of tests/models/references.py (the paper's layout: codes C of shape (R, N))."""
 
 import hamseg  # noqa: F401, I001  (patches the stack before anything imports mmseg)
 
@@ -11,14 +8,18 @@ import torch
 import torch.nn.functional as F
 
 from hamseg.models.decompositions import CD, NMF, VQ
+from tests.models.references import (
+    EPS,
+    REFS,
+    nmf_c_update,
+    nmf_d_update,
+    random_bases,
+    soft_assign,
+    unit,
+)
 
 HAMS = [NMF, CD, VQ]
 F64 = torch.float64
-EPS = 1e-6  # every denominator of the release
-
-
-def unit(t, dim=1):
-    return t / t.norm(dim=dim, keepdim=True)
 
 
 def rand_bases(batch, d, r, nonneg=True, dtype=F64, seed=0):
@@ -33,32 +34,21 @@ def rand_input(*shape, nonneg=True, dtype=F64, seed=1):
     return x if nonneg else x - 0.5
 
 
+def objective(X, D, coef):
+    return torch.linalg.matrix_norm(X - D @ coef).sum().item()
+
+
 # ---------------------------------------------------------------------------------------------
 # NMF (Alg. 2)
 # ---------------------------------------------------------------------------------------------
-def nmf_c_update(X, D, C):
-    """Alg. 2, first line; C is (b, R, N)."""
-    return C * (D.transpose(1, 2) @ X) / (D.transpose(1, 2) @ D @ C + EPS)
-
-
-def nmf_d_update(X, D, C):
-    """Alg. 2, second line."""
-    return D * (X @ C.transpose(1, 2)) / (D @ C @ C.transpose(1, 2) + EPS)
-
-
-def objective(X, D, coef):
-    return torch.linalg.matrix_norm(X - D @ coef.transpose(1, 2)).sum().item()
-
-
-@pytest.mark.parametrize("inplace", [False, True])
-def test_nmf_objective_never_increases(inplace):
+def test_nmf_objective_never_increases():
     X = rand_input(2, 12, 15 * 17)
     ham = NMF(R=5)
     bases = rand_bases(2, 12, 5)
     coef = ham.init_coef(X, bases)
     objs = [objective(X, bases, coef)]
     for _ in range(40):
-        bases, coef = ham.local_step(X, bases, coef, inplace=inplace)
+        bases, coef = ham.local_step(X, bases, coef)
         objs.append(objective(X, bases, coef))
     for before, after in zip(objs, objs[1:]):
         assert after <= before * (1 + 1e-12), objs
@@ -73,11 +63,11 @@ def test_nmf_step_matches_alg2_and_init():
     coef0 = ham.init_coef(X, D0)
     # App. F / release: C = softmax(X^T D) over R with inv_t = 1.
     C0 = torch.softmax(D0.transpose(1, 2) @ X, dim=1)
-    torch.testing.assert_close(coef0.transpose(1, 2), C0)
+    torch.testing.assert_close(coef0, C0)
     bases, coef = ham.local_step(X, D0.clone(), coef0.clone())
     C1 = nmf_c_update(X, D0, C0)
     D1 = nmf_d_update(X, D0, C1)  # C first, then D with the new C
-    torch.testing.assert_close(coef.transpose(1, 2), C1)
+    torch.testing.assert_close(coef, C1)
     torch.testing.assert_close(bases, D1)
 
 
@@ -101,11 +91,12 @@ def test_nmf_uniform_codes_are_u01_draws(monkeypatch):
     torch.manual_seed(3)
     coef0 = ham.init_coef(X, D0)
     torch.manual_seed(3)
-    torch.testing.assert_close(coef0, torch.rand(2, 35, 4, dtype=F64), rtol=0, atol=0)
+    expected = torch.rand(2, 35, 4, dtype=F64).transpose(1, 2)  # drawn as (N, R)
+    torch.testing.assert_close(coef0, expected, rtol=0, atol=0)
     assert coef0.min() >= 0 and coef0.max() < 1
     bases, coef = ham.local_step(X, D0.clone(), coef0.clone())
-    C1 = nmf_c_update(X, D0, coef0.transpose(1, 2))
-    torch.testing.assert_close(coef.transpose(1, 2), C1)
+    C1 = nmf_c_update(X, D0, coef0)
+    torch.testing.assert_close(coef, C1)
     torch.testing.assert_close(bases, nmf_d_update(X, D0, C1))
     # The module's forward draws them too (and not softmax(X^T D)).
     codes = spy_initial_codes(ham, monkeypatch)
@@ -113,14 +104,14 @@ def test_nmf_uniform_codes_are_u01_draws(monkeypatch):
     ham(torch.rand(2, 6, 5, 7), D0)
     torch.manual_seed(4)
     torch.rand(2, 6, 5, 7)
-    torch.testing.assert_close(codes[0], torch.rand(2, 35, 4), rtol=0, atol=0)
+    torch.testing.assert_close(codes[0], torch.rand(2, 35, 4).transpose(1, 2), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("S", [1, 2])
 def test_nmf_uniform_codes_are_seeded_in_evaluation(S, monkeypatch):
     """With eval_seed the codes come from the seeded generator after the dictionary: one
     (S, N, R) draw shared by the batch, so evaluation stays deterministic and independent of
-    the batch composition; the in-place and the autograd loop agree."""
+    the batch composition; the loop without and with autograd (BPTT) agree."""
     x = torch.rand(3, 8, 5, 7)
     ham = NMF(S=S, R=4, eval_seed=5, coef_init="uniform", grad="bptt").eval()
     codes = spy_initial_codes(ham, monkeypatch)
@@ -128,7 +119,7 @@ def test_nmf_uniform_codes_are_seeded_in_evaluation(S, monkeypatch):
         out = ham(x)
     gen = torch.Generator().manual_seed(5)
     torch.rand(S, 8 // S, 4, generator=gen)  # the dictionary's draw
-    expected = torch.rand(S, 35, 4, generator=gen).repeat(3, 1, 1)
+    expected = torch.rand(S, 35, 4, generator=gen).transpose(1, 2).repeat(3, 1, 1)
     torch.testing.assert_close(codes[0], expected, rtol=0, atol=0)
     torch.testing.assert_close(ham(x).detach(), out)  # autograd on: the out-of-place BPTT loop
     torch.testing.assert_close(ham(x[1:2]).detach(), out[1:2])
@@ -153,7 +144,7 @@ def test_cd_final_codes_are_the_ridge_closed_form():
     coef = CD(R=6, beta=beta).compute_coef(X, D, None)
     eye = torch.eye(6, dtype=F64)
     closed = torch.linalg.inv(D.transpose(1, 2) @ D + beta * eye) @ D.transpose(1, 2) @ X
-    torch.testing.assert_close(coef.transpose(1, 2), closed)
+    torch.testing.assert_close(coef, closed)
 
     # Whole forward with K = 0 and a given dictionary: X_bar = D (D^T D + beta I)^-1 D^T X.
     ham = CD(R=6, beta=0.05, train_steps=0, eval_steps=0)
@@ -173,20 +164,15 @@ def test_cd_dictionaries_have_unit_columns():
         torch.testing.assert_close(bases.norm(dim=1), torch.ones(2, 5, dtype=F64))
     # The solved dictionary inside a forward pass, too.
     ham = CD(R=5, inv_t=10, train_steps=4)
-    solved, _ = ham._iterate(X, ham._draw_bases(2, 9, dtype=F64), inplace=True)
+    solved, _ = ham._iterate(X, ham._draw_bases(2, 9, dtype=F64))
     torch.testing.assert_close(solved.norm(dim=1), torch.ones(2, 5, dtype=F64))
-
-
-def soft_assign_ref(X, D, inv_t):
-    """softmax(cosine(D, X) / T), column-wise: (b, R, N)."""
-    return torch.softmax(inv_t * unit(D).transpose(1, 2) @ unit(X), dim=1)
 
 
 def test_vq_step_matches_alg1():
     X = rand_input(2, 7, 30, nonneg=False)
     D = rand_bases(2, 7, 4, nonneg=False)
     bases, coef = VQ(R=4, inv_t=5).local_step(X, D, None)
-    C = soft_assign_ref(X, D, 5)
+    C = soft_assign(X, D, 5)
     D_new = X @ C.transpose(1, 2) / (C.sum(dim=2).unsqueeze(1) + EPS)  # X C^T diag(C 1_n)^-1
     torch.testing.assert_close(bases, D_new)
 
@@ -197,53 +183,25 @@ def test_vq_codes_become_one_hot_as_inv_t_grows():
     nearest = (unit(D).transpose(1, 2) @ unit(X)).argmax(dim=1)  # hard assignment, (1, N)
     mean_max = []
     for inv_t in [1.0, 10.0, 100.0, 1e3, 1e6]:
-        coef = VQ(R=6, inv_t=inv_t).compute_coef(X, D, None)  # (1, N, R)
-        torch.testing.assert_close(coef.sum(dim=-1), torch.ones(1, 255, dtype=F64))
-        mean_max.append(coef.max(dim=-1).values.mean().item())
+        coef = VQ(R=6, inv_t=inv_t).compute_coef(X, D, None)  # (1, R, N)
+        torch.testing.assert_close(coef.sum(dim=1), torch.ones(1, 255, dtype=F64))
+        mean_max.append(coef.max(dim=1).values.mean().item())
     assert all(a < b for a, b in zip(mean_max, mean_max[1:])), mean_max
     assert mean_max[0] < 0.5 and mean_max[-1] > 0.999
-    assert torch.equal(coef.argmax(dim=-1), nearest)
+    assert torch.equal(coef.argmax(dim=1), nearest)
 
 
 # ---------------------------------------------------------------------------------------------
 # One-step gradient (Sec. 2.3, Eq. 13) versus BPTT (Table 1)
 # ---------------------------------------------------------------------------------------------
-def nmf_ref(X, Xg, D, K):
-    """Loop on X, the final code update on Xg (X itself for BPTT, X detached-free for one-step)."""
-    C = torch.softmax(D.transpose(1, 2) @ X, dim=1)
-    for _ in range(K):
-        C = nmf_c_update(X, D, C)
-        D = nmf_d_update(X, D, C)
-    return D @ nmf_c_update(Xg, D, C)
-
-
-def cd_ref(X, Xg, D, K, inv_t=100.0, beta=0.1):
-    for _ in range(K):
-        C = soft_assign_ref(X, D, inv_t)
-        C = C / (C.sum(dim=2, keepdim=True) + EPS)
-        D = unit(X @ C.transpose(1, 2))
-    eye = torch.eye(D.shape[-1], dtype=D.dtype)
-    return D @ torch.linalg.inv(D.transpose(1, 2) @ D + beta * eye) @ D.transpose(1, 2) @ Xg
-
-
-def vq_ref(X, Xg, D, K, inv_t=100.0):
-    for _ in range(K):
-        C = soft_assign_ref(X, D, inv_t)
-        D = X @ C.transpose(1, 2) / (C.sum(dim=2).unsqueeze(1) + EPS)
-    return D @ soft_assign_ref(Xg, D, inv_t)
-
-
-REFS = {NMF: nmf_ref, CD: cd_ref, VQ: vq_ref}
-
-
 def reference_grad(cls, x, D, K, mode):
     x = x.detach().requires_grad_(True)
     X = x.reshape(x.shape[0], x.shape[1], -1)
     if mode == "one_step":
         # Last step only: the K iterations are run on a detached X, so D and C are constants.
-        out = REFS[cls](X.detach(), X, D, K)
+        out = REFS[cls.__name__](X.detach(), X, D, K)
     else:
-        out = REFS[cls](X, X, D, K)
+        out = REFS[cls.__name__](X, X, D, K)
     weight = torch.linspace(-1, 1, out.numel(), dtype=F64).reshape(out.shape)
     (out * weight).sum().backward()
     return out.detach(), x.grad
@@ -275,22 +233,52 @@ def test_one_step_and_bptt_gradients_match_references(cls):
     assert diff > 1e-2, diff.item()
 
 
+CASES = [(NMF, F64, 1e-10), (NMF, torch.float32, 5e-5), (CD, F64, 1e-9), (VQ, F64, 1e-9)]
+
+
+@pytest.mark.parametrize("cls, dtype, tol", CASES)
+@pytest.mark.parametrize("training", [False, True])
+def test_batch_forward_and_one_step_gradient_equal_references(cls, dtype, tol, training):
+    """Batch 2, odd map, K = 4, eval and training mode (float32 for NMF only: 1/T = 100 in CD
+    and VQ amplifies rounding)."""
+    nonneg = cls is NMF
+    x = rand_input(2, 16, 7, 9, nonneg=nonneg, dtype=dtype)
+    D = rand_bases(2, 16, 5, nonneg=nonneg, dtype=dtype)
+    weight = torch.randn(x.shape, generator=torch.Generator().manual_seed(3), dtype=dtype)
+    xm, xr = x.clone().requires_grad_(True), x.double().requires_grad_(True)
+    out = cls(R=5, train_steps=4, eval_steps=4).train(training)(xm, D)
+    (out * weight).sum().backward()
+    X = xr.flatten(2)
+    ref = REFS[cls.__name__](X.detach(), X, D.double(), 4).reshape(x.shape)
+    (ref * weight.double()).sum().backward()
+    assert out.dtype == dtype
+    torch.testing.assert_close(out.detach().double(), ref.detach(), rtol=tol, atol=tol)
+    torch.testing.assert_close(xm.grad.double(), xr.grad, rtol=10 * tol, atol=10 * tol)
+
+
 @pytest.mark.parametrize("cls", HAMS)
-def test_one_step_loop_builds_no_graph(cls, monkeypatch):
-    seen = []
-    for mode in ("one_step", "bptt"):
-        ham = cls(R=3, train_steps=2, grad=mode)
-        step = ham.local_step
+def test_bptt_inference_equals_one_step_and_leaves_the_bases_alone(cls):
+    x = torch.rand(2, 8, 5, 7, dtype=F64)
+    bases = random_bases(2, 8, 3, F64)
+    keep = bases.clone()
+    with torch.no_grad():
+        expected = cls(R=3, eval_steps=4, grad="one_step").eval()(x, bases)
+        out = cls(R=3, eval_steps=4, grad="bptt").eval()(x, bases)
+    assert torch.equal(bases, keep)
+    torch.testing.assert_close(out, expected, rtol=1e-12, atol=1e-12)
 
-        def spy(x, bases, coef, aux=None, inplace=False, step=step, mode=mode):
-            seen.append((mode, torch.is_grad_enabled(), bases.requires_grad, inplace))
-            return step(x, bases, coef, aux, inplace)
 
-        monkeypatch.setattr(ham, "local_step", spy)
-        out = ham(torch.rand(1, 6, 3, 5, requires_grad=True))
-        assert out.requires_grad
-    assert seen[:2] == [("one_step", False, False, True)] * 2
-    assert seen[2][:2] == ("bptt", True) and seen[3] == ("bptt", True, True, False)
+def test_factorize_gives_the_reconstruction_as_a_product():
+    x = torch.rand(2, 12, 5, 6, dtype=F64)
+    bases = random_bases(4, 6, 3, F64)
+    ham = NMF(S=2, R=3).eval()
+    with torch.no_grad():
+        dictionary, coef = ham.factorize(x, bases)
+        expected = ham(x, bases)
+    assert dictionary.shape == (4, 6, 3) and coef.shape == (4, 30, 3)
+    torch.testing.assert_close((dictionary @ coef.transpose(1, 2)).reshape(x.shape), expected)
+    with pytest.raises(ValueError, match="float32/64"):
+        ham.factorize(x.half(), None)
 
 
 # ---------------------------------------------------------------------------------------------

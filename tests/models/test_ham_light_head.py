@@ -324,38 +324,22 @@ def test_every_ham_builds_trains_a_step_and_repeats_in_eval(name):
 
 
 @pytest.mark.parametrize("name", list(HAMS))
-def test_every_ham_fused_path_equals_module_path(name, monkeypatch):
-    """The block's fused path (matrix products, in-place ReLU and skip) against its module
-    calls, in float64: training outputs and gradients, evaluation outputs."""
+def test_every_ham_inference_through_the_factors_equals_the_module_calls(name):
+    """Evaluation with ham_out's conv on the ham's factors ((W D) C) against the module calls,
+    in float64 (hamseg/models/fused_hamburger.py)."""
     import copy
 
     import hamseg.models.fused_hamburger as fused
 
-    fast = small_head(HAMS[name], F64)
+    fast = small_head(HAMS[name], F64).eval()
     plain = copy.deepcopy(fast)
-    fast.hamburger.fast_path_min_positions = 1  # the fused path on 9 x 11 maps
-    plain.hamburger.fast_path_min_positions = 10**9
-    calls = []
-    real = fused.forward
-    monkeypatch.setattr(fused, "forward", lambda *a: calls.append(1) or real(*a))
-    outs, grads = [], []
-    for head in (fast, plain):
-        head.train()
-        levels = [x.requires_grad_(True) for x in small_levels(F64)]
-        torch.manual_seed(5)  # the same random dictionary in both
-        out = head(levels)
-        (out * torch.linspace(-1, 1, out.numel(), dtype=out.dtype).view_as(out)).sum().backward()
-        outs.append(out)
-        grads.append([x.grad for x in levels] + [p.grad for p in head.parameters()])
-    assert len(calls) == 1
-    torch.testing.assert_close(outs[0], outs[1], rtol=1e-8, atol=1e-10)
-    for a, b in zip(*grads):
-        torch.testing.assert_close(a, b, rtol=1e-7, atol=1e-9)
-    for a, b in zip(fast.buffers(), plain.buffers()):  # the online EMA
-        torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-10)
+    fast.hamburger.fast_path_min_positions = 1  # on 9 x 11 maps too
+    plain.hamburger.fast_path_min_positions = None
+    block = fast.hamburger
     with torch.no_grad():
-        evals = [head.eval()(small_levels(F64)) for head in (fast, plain)]
-    assert len(calls) == 2
+        z = torch.rand(2, 16, 9, 11, dtype=F64)
+        assert fused.applies(block, z, block.ham_out)
+        evals = [head(small_levels(F64)) for head in (fast, plain)]
     torch.testing.assert_close(evals[0], evals[1], rtol=1e-8, atol=1e-10)
 
 
@@ -364,38 +348,29 @@ def test_every_ham_fused_path_equals_module_path(name, monkeypatch):
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("align_corners", [False, True])
 def test_squeeze_by_level_equals_the_conv_on_the_concatenation(align_corners):
-    """sum_l resize(W_l x_l) (per-level products, the resize as two matrix products) against
-    mmseg's squeeze(cat(resize(x_l))), forced by a hook on the squeeze: outputs and gradients
-    in float64; and the per-level graph has neither a concatenation nor a bilinear upsample."""
+    """sum_l resize(W_l x_l) against mmseg's squeeze(cat(resize(x_l))) (switched off): outputs
+    and gradients in float64, channels-last inputs too."""
+    from hamseg.models import level_squeeze
+
     head = small_head(HAMS["nmf-fixed"], F64, align_corners).train()
     results = []
-    for hooked in (False, True):
-        handle = head.squeeze.register_forward_hook(lambda *a: None) if hooked else None
-        levels = [x.requires_grad_(True) for x in small_levels(F64)]
-        head.zero_grad()
-        out = head._squeeze(levels)
-        names, stack, seen = set(), [out.grad_fn], set()
-        while stack:
-            fn = stack.pop()
-            if fn is not None and fn not in seen:
-                seen.add(fn)
-                names.add(type(fn).__name__)
-                stack.extend(f for f, _ in fn.next_functions)
-        (
-            out
-            * torch.randn(out.shape, dtype=out.dtype, generator=torch.Generator().manual_seed(1))
-        ).sum().backward()
-        results.append(
-            (out, [x.grad for x in levels] + [p.grad for p in head.squeeze.parameters()], names)
-        )
-        if handle is not None:
-            handle.remove()
-    (out, grads, names), (ref, ref_grads, ref_names) = results
-    assert "CatBackward0" in ref_names and "UpsampleBilinear2DBackward0" in ref_names
-    assert "CatBackward0" not in names and "UpsampleBilinear2DBackward0" not in names
+    for by_level in (True, False):
+        level_squeeze.enabled = by_level
+        try:
+            levels = [x.requires_grad_(True) for x in small_levels(F64)]
+            assert level_squeeze.applies(head.squeeze, levels) == by_level
+            head.zero_grad()
+            out = head._squeeze(levels)
+            weight = torch.randn(out.shape, dtype=F64, generator=torch.Generator().manual_seed(1))
+            (out * weight).sum().backward()
+            grads = [x.grad for x in levels] + [p.grad for p in head.squeeze.parameters()]
+            with torch.no_grad():
+                last = [x.contiguous(memory_format=torch.channels_last) for x in small_levels(F64)]
+                results.append((out, head._squeeze(last), grads))
+        finally:
+            level_squeeze.enabled = True
+    (out, last, grads), (ref, ref_last, ref_grads) = results
     torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
-    with torch.no_grad():
-        last = [x.contiguous(memory_format=torch.channels_last) for x in small_levels(F64)]
-        torch.testing.assert_close(head._squeeze(last), ref, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(last, ref_last, rtol=1e-12, atol=1e-12)
     for a, b in zip(grads, ref_grads):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
