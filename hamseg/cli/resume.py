@@ -61,8 +61,9 @@ def apply_resume(cfg: Config, resume: Optional[str]) -> Optional[str]:
     if resume == "auto":
         target = find_latest_complete_checkpoint(cfg.work_dir)
         cfg.resume = target is not None
-        if target is not None:
-            cfg.load_from = None  # mmengine's own lookup finds `target` and logs it
+        if target is not None:  # given as the path: mmengine's own lookup trusts the pointer
+            cfg.load_from = target
+            print_log(f"Resuming from the latest complete checkpoint {target}", "current")
         else:
             start = f"from load_from={cfg.load_from}" if cfg.get("load_from") else "from scratch"
             print_log(f"No checkpoint in {cfg.work_dir} yet: a new run {start}", "current")

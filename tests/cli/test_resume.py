@@ -38,7 +38,7 @@ def test_bare_resume_takes_the_latest_checkpoint_of_the_work_dir(tmp_path):
     (work / "iter_12.pth").write_bytes(b"PK\x03\x04 cut short")  # incomplete: skipped
     cfg = config(str(work), load_from=pretrained)
     assert apply_resume(cfg, "auto") == latest
-    assert cfg.resume is True and cfg.load_from is None  # mmengine's lookup finds it and logs
+    assert cfg.resume is True and cfg.load_from == latest  # never a partial file
     assert cfg.randomness.seed == 11  # the sampler replays the original run's order
 
 
