@@ -5,10 +5,9 @@ from .amp import CPUAmpOptimWrapper
 from .checkpoints import AtomicCheckpointHook, find_latest_complete_checkpoint
 from .distributed import setup_cpu_distributed
 from .divergence import DIVERGED_EXIT_CODE, NonFiniteLossHook, TrainingDiverged
-from .guards import GUARD_HOOKS, add_guard_hooks
+from .guards import GUARD_HOOKS, TrainingStopped, add_guard_hooks
 from .preemption import PREEMPTED_EXIT_CODE, PreemptionHook, TrainingPreempted
 from .random_state import RandomStateHook
-from .stop import TrainingStopped
 from .tta import HamSegTTAModel
 
 __all__ = [

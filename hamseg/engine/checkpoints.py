@@ -21,15 +21,6 @@ from mmengine.hooks import CheckpointHook
 from mmengine.logging import print_log
 from mmseg.registry import HOOKS
 
-__all__ = [
-    "ATOMIC_BACKEND",
-    "AtomicCheckpointHook",
-    "AtomicLocalBackend",
-    "atomic_write",
-    "find_latest_complete_checkpoint",
-    "is_complete_checkpoint",
-]
-
 #: Name of :class:`AtomicLocalBackend` in mmengine's file backends (``backend_args``).
 ATOMIC_BACKEND = "hamseg_atomic_local"
 POINTER = "last_checkpoint"
@@ -131,16 +122,9 @@ def is_complete_checkpoint(path: str) -> bool:
 
 
 def find_latest_complete_checkpoint(work_dir: str) -> str | None:
-    """The checkpoint a bare ``--resume`` continues from, never a partially written one.
-
-    Args:
-        work_dir: The work dir (holding ``last_checkpoint``).
-
-    Returns:
-        The pointer's target if complete, else the complete ``iter_N.pth``/``epoch_N.pth`` with
-        the highest N in the target's folder or ``work_dir``; None if there is none. Temporary
-        files of killed writes there are removed.
-    """
+    """The checkpoint a bare ``--resume`` continues from: ``last_checkpoint``'s target if it is
+    complete, else the complete ``iter_N.pth``/``epoch_N.pth`` with the highest N in its folder
+    or ``work_dir`` (None if none). Temporary files of killed writes there are removed."""
     pointer = osp.join(work_dir, POINTER)
     target = Path(pointer).read_text().strip() if osp.isfile(pointer) else ""
     folders = [*dict.fromkeys([osp.dirname(target) or work_dir, work_dir])]

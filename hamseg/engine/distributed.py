@@ -1,10 +1,8 @@
 """Multi-process training on CPU machines (torchrun or slurm + gloo).
 
 mmengine 0.10.7's launcher calls ``torch.cuda.set_device`` and its default DDP wrapper passes
-``device_ids=[LOCAL_RANK]``; both fail without a GPU. On a machine without CUDA,
-:func:`setup_cpu_distributed` starts a gloo process group itself (the Runner then skips its own
-``init_dist``) and asks for a DDP wrapper with ``device_ids=None``. With CUDA it does nothing,
-so the usual NCCL path is untouched.
+``device_ids=[LOCAL_RANK]``; both fail without a GPU. Without CUDA, :func:`setup_cpu_distributed`
+starts a gloo group itself (the Runner then skips ``init_dist``) and asks for a CPU DDP wrapper.
 """
 
 from __future__ import annotations
@@ -35,13 +33,13 @@ def _slurm_env() -> None:
 
 
 def setup_cpu_distributed(cfg: Config, launcher: str) -> bool:
-    """Prepare a distributed run on CPU; no-op for ``launcher='none'`` or when CUDA exists.
+    """Prepare a distributed run on CPU; nothing for ``launcher='none'`` or when CUDA exists.
 
     Args:
-        cfg: The run's config; its ``model_wrapper_cfg`` gets ``device_ids=None`` (and the type
-            :data:`CPU_WRAPPER` unless another wrapper than mmengine's default DDP is set) and
-            its ``env_cfg.dist_cfg.backend`` becomes 'gloo'.
-        launcher: 'none', 'pytorch' or 'slurm' (as passed to tools/train.py).
+        cfg: The config; its ``model_wrapper_cfg`` gets ``device_ids=None`` (and the type
+            :data:`CPU_WRAPPER` in place of mmengine's default DDP) and its
+            ``env_cfg.dist_cfg.backend`` becomes 'gloo'.
+        launcher: 'none', 'pytorch', 'slurm' or 'mpi' (as passed to tools/train.py).
 
     Returns:
         True if a gloo process group was set up for a CPU run.

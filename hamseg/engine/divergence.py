@@ -16,9 +16,7 @@ from mmengine.hooks import Hook
 from mmengine.optim import OptimWrapperDict
 from mmseg.registry import HOOKS
 
-from .stop import TrainingStopped, agree_max
-
-__all__ = ["DIVERGED_EXIT_CODE", "NonFiniteLossHook", "TrainingDiverged"]
+from .guards import TrainingStopped, agree_max
 
 #: Exit code of a diverged run (sysexits.h EX_DATAERR: resuming would diverge again).
 DIVERGED_EXIT_CODE = 65
@@ -31,12 +29,10 @@ class TrainingDiverged(TrainingStopped):
     label = "error: "
 
 
-def _scalers(optim_wrapper: Any) -> list:
+def _scalers(wrapper: Any) -> list:
     """The enabled ``GradScaler``s of an optimizer wrapper (or of each in a wrapper dict)."""
-    wrappers = (
-        optim_wrapper.values() if isinstance(optim_wrapper, OptimWrapperDict) else [optim_wrapper]
-    )
-    scalers = [getattr(wrapper, "loss_scaler", None) for wrapper in wrappers]
+    wrappers = wrapper.values() if isinstance(wrapper, OptimWrapperDict) else [wrapper]
+    scalers = [getattr(w, "loss_scaler", None) for w in wrappers]
     return [s for s in scalers if s is not None and s.is_enabled()]
 
 

@@ -1,9 +1,9 @@
 """Checkpoint on a signal (pre-emption, time limit), requeue the slurm job, exit with code 75.
 
 :class:`PreemptionHook` records the signal, lets every rank finish the iteration, writes its
-checkpoint through ``CheckpointHook`` once all ranks agree, requeues a slurm job (SIGUSR1) and
-leaves ``runner.train()`` with :class:`TrainingPreempted`. DataLoader workers drop the signals
-unless their parent sends them. docs/robustness.md, "Pre-emption, time limits and slurm requeue".
+checkpoint once all ranks agree, requeues a slurm job (SIGUSR1) and leaves ``runner.train()``
+with :class:`TrainingPreempted`; DataLoader workers drop the signals unless their parent sends
+them. docs/robustness.md, "Pre-emption, time limits and slurm requeue".
 """
 
 from __future__ import annotations
@@ -28,15 +28,7 @@ from mmengine.runner import IterBasedTrainLoop
 from mmseg.registry import HOOKS
 
 from .checkpoints import ATOMIC_BACKEND, POINTER, atomic_write
-from .stop import TrainingStopped, agree_max
-
-__all__ = [
-    "PREEMPTED_EXIT_CODE",
-    "PreemptionHook",
-    "TrainingPreempted",
-    "ignore_signals_until_exit",
-    "protect_workers",
-]
+from .guards import TrainingStopped, agree_max
 
 #: Exit code after a signal stop with its checkpoint written (sysexits.h EX_TEMPFAIL).
 PREEMPTED_EXIT_CODE = 75
@@ -50,8 +42,7 @@ def _signum(spec: str | int) -> int:
     """``'SIGUSR1'``, ``'usr1'`` or ``10`` -> 10."""
     if isinstance(spec, int):
         return int(signal.Signals(spec))
-    name = spec.upper()
-    return int(signal.Signals[name if name.startswith("SIG") else f"SIG{name}"])
+    return int(signal.Signals["SIG" + spec.upper().removeprefix("SIG")])
 
 
 def _obey_parent_only(signals: tuple, parent: int) -> None:
@@ -62,20 +53,17 @@ def _obey_parent_only(signals: tuple, parent: int) -> None:
 
 
 def worker_init_fn(worker_id: int, *args: Any, ignored: tuple, **kwargs: Any) -> None:
-    """mmengine's worker seeding, then ``ignored`` signals are dropped unless the parent sends
-    them (the DataLoader's shutdown terminates its workers with SIGTERM)."""
+    """mmengine's worker seeding; then only the parent (the DataLoader's shutdown) may end the
+    worker with one of the ``ignored`` signals."""
     mmengine_worker_init_fn(worker_id, *args, **kwargs)
     signal.pthread_sigmask(signal.SIG_BLOCK, ignored)  # threads started later inherit it
     threading.Thread(target=_obey_parent_only, args=(ignored, os.getppid()), daemon=True).start()
 
 
 def protect_workers(signals: Iterable[int]) -> None:
-    """Make DataLoader workers that mmengine's runners start from now on (with the default
-    ``worker_init_fn``) ignore ``signals`` from anyone but their parent; () undoes it.
-
-    slurm signals every process of a job step; a worker ended by it would fail the iteration
-    ("DataLoader worker ... exited unexpectedly") before the checkpoint is written.
-    """
+    """Make DataLoader workers that mmengine's runners start from now on (default
+    ``worker_init_fn``) ignore ``signals`` unless their parent sends them; () undoes it. slurm
+    signals every process of a step, and a dead worker fails the iteration before its save."""
     ignored = tuple(sorted(set(signals)))
     init = functools.partial(worker_init_fn, ignored=ignored) if ignored else None
     for module in (runner_module, flexible_runner):
@@ -83,24 +71,17 @@ def protect_workers(signals: Iterable[int]) -> None:
 
 
 def ignore_signals_until_exit() -> list[int]:
-    """Ignore the signals a :class:`PreemptionHook` handles, in a process about to exit.
-
-    CPython puts the default action back for every signal with a Python handler while it
-    finalizes (seconds): a signal then, e.g. torchrun's SIGTERM once another rank has exited,
-    would end the process with -15 instead of its exit code. ``SIG_IGN`` stays in place.
-
-    Returns:
-        The signal numbers now ignored (none outside the main thread).
-    """
+    """Ignore the signals a :class:`PreemptionHook` handles, in a process about to exit: CPython
+    resets Python handlers while it finalizes, and a signal then (torchrun's SIGTERM once another
+    rank has exited) would end it with -15, not its exit code. The signals now ignored."""
     ignored = []
     for signum in signal.valid_signals():
         try:
-            handler = signal.getsignal(signum)
-            if isinstance(getattr(handler, "__self__", None), PreemptionHook):
+            if isinstance(getattr(signal.getsignal(signum), "__self__", None), PreemptionHook):
                 signal.signal(signum, signal.SIG_IGN)
                 ignored.append(int(signum))
         except (OSError, ValueError):  # not a signal here, or not the main thread
-            continue
+            pass
     return ignored
 
 
@@ -111,8 +92,7 @@ class PreemptionHook(Hook):
     Args:
         signals: Signals that stop training (names or numbers); [] turns the hook off.
         requeue: Requeue the slurm job after the checkpoint; None: if ``SLURM_JOB_ID`` is set.
-        requeue_signals: Which of ``signals`` requeue (not SIGTERM: ``scancel`` sends it, and a
-            cancelled job must stay cancelled).
+        requeue_signals: Which of ``signals`` requeue (not SIGTERM: ``scancel`` sends it).
         exit_code: Exit code of the stopped process.
     """
 
@@ -125,8 +105,8 @@ class PreemptionHook(Hook):
         requeue_signals: Sequence[str | int] = ("SIGUSR1",),
         exit_code: int = PREEMPTED_EXIT_CODE,
     ) -> None:
-        self.signals = tuple(_signum(s) for s in signals)
-        self.requeue_signals = tuple(_signum(s) for s in requeue_signals)
+        self.signals = tuple(map(_signum, signals))
+        self.requeue_signals = tuple(map(_signum, requeue_signals))
         self.requeue = "SLURM_JOB_ID" in os.environ if requeue is None else bool(requeue)
         self.exit_code = int(exit_code)
         self.received: list[int] = []  # in order of arrival; the handler only records
@@ -145,16 +125,10 @@ class PreemptionHook(Hook):
                 self._previous[signum] = signal.signal(signum, self._handler)
             except ValueError:  # not the main thread
                 name = signal.Signals(signum).name
-                print_log(
-                    f"PreemptionHook: cannot catch {name} outside the main thread; training "
-                    "will not checkpoint on it",
-                    logger="current",
-                    level=logging.WARNING,
-                )
+                print_log(f"PreemptionHook: cannot catch {name} here", "current", logging.WARNING)
 
     def restore_signal_handlers(self) -> None:
-        """Put back the handlers from before training (after a complete run; after a stop, for
-        a caller that keeps the process alive)."""
+        """Put back the handlers from before training (done after a complete run)."""
         for signum, previous in self._previous.items():
             signal.signal(signum, signal.SIG_DFL if previous is None else previous)
         self._previous.clear()
@@ -167,11 +141,13 @@ class PreemptionHook(Hook):
         step = runner.iter + 1
         if not stop or self._stop is not None or step >= runner.max_iters:
             return  # at the last iteration the run is complete: CheckpointHook saves it
-        names = "/".join(signal.Signals(s).name for s in self.received)
-        names = names or "a signal to another rank"
+        names = (
+            "/".join(signal.Signals(s).name for s in self.received) or "a signal to another rank"
+        )
         print_log(f"{names} received: stopping after iteration {step}", logger="current")
-        message = f"training stopped by {names} after iteration {step}: "
-        message += f"{self._save(runner, step)} written"
+        message = (
+            f"training stopped by {names} after iteration {step}: {self._save(runner)} written"
+        )
         if requeue and self.requeue:
             message += self._requeue()
         barrier()  # no rank exits (and is reported failed) before the save and requeue are done
@@ -183,25 +159,24 @@ class PreemptionHook(Hook):
         loop.val_begin = loop.max_iters + 1  # no validation of this iteration: time is short
 
     def after_run(self, runner) -> None:
-        """After a stop, leave ``runner.train()`` (the handlers stay until the process exits:
-        a later signal is only recorded); after a complete run, restore the handlers."""
+        """After a stop, leave ``runner.train()`` (the handlers stay: a signal until the exit
+        is only recorded); after a complete run, restore the handlers."""
         if self._stop is not None:
             raise TrainingPreempted(self._stop, self.exit_code)
         self.restore_signal_handlers()
 
-    def _save(self, runner, step: int) -> str:
-        """Checkpoint iteration ``step`` (every rank calls, the main rank writes); its path."""
+    def _save(self, runner) -> str:
+        """Checkpoint this iteration (every rank calls, the main rank writes); its path."""
+        step = runner.iter + 1
         hook = next((h for h in runner.hooks if isinstance(h, CheckpointHook)), None)
         if hook is not None and not hook.by_epoch:
             path = hook.file_backend.join_path(hook.out_dir, hook.filename_tmpl.format(step))
             if hook.last_ckpt != path:  # not just written by the periodic save
                 hook._save_checkpoint(runner)  # pointer, max_keep_ckpts as for periodic saves
             return path
-        name, path = f"iter_{step}.pth", osp.join(runner.work_dir, f"iter_{step}.pth")
-        meta = dict(epoch=runner.epoch, iter=step)
-        backend = dict(backend=ATOMIC_BACKEND)
+        path, backend = osp.join(runner.work_dir, f"iter_{step}.pth"), dict(backend=ATOMIC_BACKEND)
         runner.save_checkpoint(
-            runner.work_dir, name, meta=meta, by_epoch=False, backend_args=backend
+            runner.work_dir, osp.basename(path), by_epoch=False, backend_args=backend
         )
         if is_main_process():
             atomic_write(osp.join(runner.work_dir, POINTER), path.encode())
@@ -212,18 +187,17 @@ class PreemptionHook(Hook):
         job = os.environ.get("SLURM_JOB_ID")
         if not is_main_process():
             return "; slurm job requeued by the main rank"
-        if job is None:
-            print_log("requeue asked for but SLURM_JOB_ID is not set", "current", logging.WARNING)
-            return ""
+        failure = "SLURM_JOB_ID is not set" if job is None else None
         try:
-            done = subprocess.run(
-                ["scontrol", "requeue", job], capture_output=True, text=True, timeout=120
-            )
-            failure = done.stderr.strip() if done.returncode else None
+            if job is not None:
+                done = subprocess.run(
+                    ["scontrol", "requeue", job], capture_output=True, timeout=120
+                )
+                failure = done.stderr.decode().strip() if done.returncode else None
         except (OSError, subprocess.TimeoutExpired) as err:
             failure = str(err)
         if failure is not None:
-            print_log(f"scontrol requeue {job} failed: {failure}", "current", logging.WARNING)
+            print_log(f"requeueing slurm job {job} failed: {failure}", "current", logging.WARNING)
             return f"; requeueing slurm job {job} failed ({failure})"
         print_log(f"requeued slurm job {job}", logger="current")
         return f"; slurm job {job} requeued"
