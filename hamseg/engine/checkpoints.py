@@ -12,7 +12,6 @@ import contextlib
 import os
 import os.path as osp
 import re
-import zipfile
 from pathlib import Path
 
 from mmengine.dist import is_main_process
@@ -20,6 +19,8 @@ from mmengine.fileio import LocalBackend, register_backend
 from mmengine.hooks import CheckpointHook
 from mmengine.logging import print_log
 from mmseg.registry import HOOKS
+
+from hamseg.compat.checkpoint import is_complete_checkpoint
 
 #: Name of :class:`AtomicLocalBackend` in mmengine's file backends (``backend_args``).
 ATOMIC_BACKEND = "hamseg_atomic_local"
@@ -109,16 +110,6 @@ class AtomicCheckpointHook(CheckpointHook):
         )
         if is_main_process():
             atomic_write(osp.join(runner.work_dir, POINTER), str(self.last_ckpt).encode())
-
-
-def is_complete_checkpoint(path: str) -> bool:
-    """Whether ``path`` is a complete torch (zip) checkpoint: a write cut short loses the zip's
-    central directory at its end, so this rejects truncated files without reading tensors."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return any(name.endswith("data.pkl") for name in archive.namelist())
-    except (zipfile.BadZipFile, OSError, EOFError):
-        return False
 
 
 def find_latest_complete_checkpoint(work_dir: str) -> str | None:

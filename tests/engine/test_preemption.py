@@ -21,6 +21,7 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 
 import tests.robust.fault_hooks  # noqa: F401  (registers SignalAtIterHook)
+from hamseg.compat.checkpoint import is_complete_checkpoint
 from hamseg.engine import (
     PREEMPTED_EXIT_CODE,
     NonFiniteLossHook,
@@ -29,7 +30,6 @@ from hamseg.engine import (
     TrainingPreempted,
     add_guard_hooks,
 )
-from hamseg.engine.checkpoints import is_complete_checkpoint
 from hamseg.engine.preemption import _signum, ignore_signals_until_exit, protect_workers
 from tests.conftest import REPO, TINY_FCN
 from tests.helpers import one_thread  # noqa: F401  (fixture)

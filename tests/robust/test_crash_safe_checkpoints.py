@@ -20,12 +20,9 @@ import torch
 from mmengine.hooks import Hook
 from mmengine.runner import save_checkpoint
 
+from hamseg.compat.checkpoint import is_complete_checkpoint
 from hamseg.engine import add_guard_hooks
-from hamseg.engine.checkpoints import (
-    ATOMIC_BACKEND,
-    find_latest_complete_checkpoint,
-    is_complete_checkpoint,
-)
+from hamseg.engine.checkpoints import ATOMIC_BACKEND, find_latest_complete_checkpoint
 from tests.conftest import REPO
 from tests.robust.helpers import (
     TINY_HAM,
