@@ -1,4 +1,4 @@
-"""What the tools share: the config with its overrides and launcher, ``--amp``, and
+"""What the tools share: the config with its overrides and launcher, ``--amp``, the guard hooks, and
 :func:`run_cli`, the one place where a library error becomes one line on stderr and exit code 2.
 """
 
@@ -10,23 +10,28 @@ import os.path as osp
 import re
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from mmengine.config import Config
 from mmengine.dist import is_main_process
+from mmengine.hooks import CheckpointHook
 from mmengine.logging import print_log
+from mmseg.registry import HOOKS
 
 from hamseg.compat.checkpoint import CorruptCheckpointError, UnsafeCheckpointError
 from hamseg.compat.package_lookup import config_file
 from hamseg.datasets.config_checks import ClassCountError
 from hamseg.datasets.samples import InvalidSampleError
-from hamseg.engine.distributed import setup_cpu_distributed
-from hamseg.engine.guards import TrainingStopped, leave_process_group
+from hamseg.engine import TrainingStopped, setup_cpu_distributed
 from hamseg.engine.preemption import ignore_signals_until_exit
+from hamseg.engine.stop import leave_process_group
 from hamseg.utils.config import merge_cfg_options
 from hamseg.utils.errors import UsageError
 from hamseg.utils.messages import one_line
 
+#: The guards tools/train.py adds to every training config (hamseg.engine), in this order.
+GUARD_HOOKS = ("PreemptionHook", "NonFiniteLossHook", "RandomStateHook")
 #: ``--launcher`` choices, as in mmseg's tools.
 LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
 #: What OpenMPI's mpirun sets in every process; mmengine's mpi launcher reads them.
@@ -46,9 +51,8 @@ def _mpi_env() -> None:
             "mpirun (install OpenMPI, e.g. apt install openmpi-bin): mpirun -np N -x "
             "MASTER_ADDR=HOST [-x MASTER_PORT=PORT] python tools/train.py CONFIG --launcher mpi"
         )
-    os.environ.setdefault("RANK", os.environ["OMPI_COMM_WORLD_RANK"])
-    os.environ.setdefault("WORLD_SIZE", os.environ["OMPI_COMM_WORLD_SIZE"])
-    os.environ.setdefault("LOCAL_RANK", os.environ["OMPI_COMM_WORLD_LOCAL_RANK"])
+    for name, value in zip(("RANK", "WORLD_SIZE", "LOCAL_RANK"), _OMPI):
+        os.environ.setdefault(name, os.environ[value])
     os.environ.setdefault("MASTER_PORT", "29500")
 
 
@@ -88,6 +92,31 @@ def build_config(
     return cfg
 
 
+def _hook_class(entry: Any) -> Any:
+    """The class a hook entry (dict, class or hook object) builds, if known."""
+    kind = entry.get("type") if isinstance(entry, dict) else entry
+    return (
+        HOOKS.get(kind) if isinstance(kind, str) else kind if isinstance(kind, type) else type(kind)
+    )
+
+
+def add_guard_hooks(cfg: Config) -> list[str]:
+    """What ``tools/train.py`` gives every config: the guards it lacks (its own entry of one,
+    under any registered name, wins with its options) and an ``AtomicCheckpointHook`` in place of
+    its ``CheckpointHook``, options kept. The scoped type names added or swapped in."""
+    hooks = list(cfg.get("custom_hooks") or [])
+    present = [cls for cls in map(_hook_class, hooks) if isinstance(cls, type)]
+    added = [
+        f"mmseg.{g}" for g in GUARD_HOOKS if not any(issubclass(c, HOOKS.get(g)) for c in present)
+    ]
+    cfg.custom_hooks = hooks + [dict(type=name) for name in added]
+    checkpoint = (cfg.get("default_hooks") or {}).get("checkpoint")
+    if isinstance(checkpoint, dict) and _hook_class(checkpoint) is CheckpointHook:
+        checkpoint["type"] = "mmseg.AtomicCheckpointHook"
+        added.append(checkpoint["type"])
+    return added
+
+
 def enable_amp(cfg: Config) -> None:
     """mmseg's ``--amp``: fp16 ``AmpOptimWrapper`` with dynamic loss scaling on a GPU, bfloat16
     ``CPUAmpOptimWrapper`` without one."""
@@ -125,7 +154,7 @@ def run_cli(main: Callable[[], None]) -> None:
     User-facing: a bad option (:class:`~hamseg.utils.errors.UsageError`, :class:`CLIError`), a
     missing file or dataset, an invalid sample, a class count that differs from the dataset's,
     an unsafe or corrupt checkpoint, also when raised in a DataLoader worker. A run stopped on
-    purpose (:class:`~hamseg.engine.guards.TrainingStopped`: signal 75, divergence 65) is one
+    purpose (:class:`~hamseg.engine.stop.TrainingStopped`: signal 75, divergence 65) is one
     line from the main rank and its exit code, with the hook's signals ignored until the exit.
     Anything else keeps its traceback. A distributed run leaves its process group first.
     """

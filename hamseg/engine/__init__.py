@@ -5,14 +5,13 @@ from .amp import CPUAmpOptimWrapper
 from .checkpoints import AtomicCheckpointHook, find_latest_complete_checkpoint
 from .distributed import setup_cpu_distributed
 from .divergence import DIVERGED_EXIT_CODE, NonFiniteLossHook, TrainingDiverged
-from .guards import GUARD_HOOKS, TrainingStopped, add_guard_hooks
 from .preemption import PREEMPTED_EXIT_CODE, PreemptionHook, TrainingPreempted
 from .random_state import RandomStateHook
+from .stop import TrainingStopped
 from .tta import HamSegTTAModel
 
 __all__ = [
     "DIVERGED_EXIT_CODE",
-    "GUARD_HOOKS",
     "PREEMPTED_EXIT_CODE",
     "AtomicCheckpointHook",
     "CPUAmpOptimWrapper",
@@ -23,7 +22,6 @@ __all__ = [
     "TrainingDiverged",
     "TrainingPreempted",
     "TrainingStopped",
-    "add_guard_hooks",
     "find_latest_complete_checkpoint",
     "setup_cpu_distributed",
 ]

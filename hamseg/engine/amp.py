@@ -1,22 +1,15 @@
-"""``--amp`` without a GPU: mmengine 0.10.7's ``AmpOptimWrapper`` asserts CUDA (or NPU/MLU/MUSA).
-
-:class:`CPUAmpOptimWrapper` runs the forward pass under CPU autocast: bfloat16 without loss
-scaling, or float16 with torch's CPU ``GradScaler`` exactly as ``AmpOptimWrapper`` scales on a
-GPU (inherited ``backward``/``step``/state dict), so fp16 runs and their skipped steps can be
-reproduced on a CPU.
-"""
+"""``--amp`` without a GPU, where mmengine 0.10.7's ``AmpOptimWrapper`` asserts CUDA: bfloat16
+autocast, or float16 with torch's CPU ``GradScaler`` as ``AmpOptimWrapper`` scales on a GPU (fp16
+runs and their skipped steps reproduce on a CPU). docs/robustness.md, "Mixed precision"."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Optional, Union
 
 import torch
 from mmengine.optim import AmpOptimWrapper, OptimWrapper
 from mmseg.registry import OPTIM_WRAPPERS
-
-__all__ = ["CPUAmpOptimWrapper"]
 
 
 @OPTIM_WRAPPERS.register_module()
@@ -24,7 +17,7 @@ class CPUAmpOptimWrapper(AmpOptimWrapper):
     """An optimizer wrapper that runs the forward pass under CPU autocast.
 
     Args:
-        dtype: Autocast dtype, 'bfloat16' (default) or 'float16'.
+        dtype: Autocast dtype, 'bfloat16' or 'float16'.
         loss_scale: None: no loss scaling; else as for ``AmpOptimWrapper``: 'dynamic', a float
             (static scale) or a dict of ``torch.amp.GradScaler`` arguments.
         **kwargs: Passed to :class:`mmengine.optim.OptimWrapper`.
@@ -32,8 +25,8 @@ class CPUAmpOptimWrapper(AmpOptimWrapper):
 
     def __init__(
         self,
-        dtype: Union[str, torch.dtype] = "bfloat16",
-        loss_scale: Optional[Union[str, float, dict]] = None,
+        dtype: str | torch.dtype = "bfloat16",
+        loss_scale: str | float | dict | None = None,
         **kwargs,
     ) -> None:
         OptimWrapper.__init__(self, **kwargs)  # AmpOptimWrapper.__init__ insists on a GPU

@@ -1,10 +1,7 @@
-"""Crash-safe checkpoints: atomic local writes, and a resume that never picks a partial file.
-
-mmengine 0.10.7 writes a checkpoint and the ``last_checkpoint`` pointer in place, so a job killed
-mid-write leaves a truncated file. :class:`AtomicCheckpointHook` (``tools/train.py`` puts it in
-place of the config's ``CheckpointHook``, options kept) writes both through a temporary file and
-``os.replace``; remote backends are untouched. docs/robustness.md, "Crash-safe checkpoints".
-"""
+"""Crash-safe checkpoints: mmengine 0.10.7 writes a checkpoint and the ``last_checkpoint`` pointer
+in place, so a kill mid-write leaves a truncated file. :class:`AtomicCheckpointHook` writes local
+ones through a temporary file and ``os.replace``, and a bare ``--resume`` never picks a partial
+file. docs/robustness.md, "Crash-safe checkpoints"."""
 
 from __future__ import annotations
 
@@ -29,9 +26,8 @@ _PERIODIC = re.compile(r"^(?:iter|epoch)_(\d+)\.pth$")  # CheckpointHook's defau
 
 
 def atomic_write(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``dir/.name.tmp``, fsync it, ``os.replace`` it onto ``path``, fsync
-    the directory; on any error (a signal too) the temporary file goes and ``path`` is as it was.
-    """
+    """Write ``data`` to ``dir/.name.tmp``, fsync, ``os.replace`` onto ``path``, fsync the
+    folder; on any error (a signal too) the temporary file goes and ``path`` stays as it was."""
     path = osp.abspath(os.fspath(path))
     directory, name = osp.split(path)
     os.makedirs(directory, exist_ok=True)

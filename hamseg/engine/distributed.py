@@ -14,8 +14,6 @@ import torch
 import torch.distributed as dist
 from mmengine.config import Config
 
-__all__ = ["CPU_WRAPPER", "setup_cpu_distributed"]
-
 #: DDP wrapper for CPU runs (registered by hamseg.models.cpu_sync_bn in mmseg's MODEL_WRAPPERS).
 CPU_WRAPPER = "mmseg.CPUSyncBNDistributedDataParallel"
 

@@ -1,9 +1,6 @@
-"""Stop a diverged run before it saves non-finite weights: every rank, exit code 65.
-
-:class:`NonFiniteLossHook` checks the losses and the weights after each iteration, between the
-LR scheduler (70) and ``CheckpointHook`` (90); loss-scaler skips count only past
-``max_consecutive_skips``. docs/robustness.md, "Divergence: non-finite loss".
-"""
+"""Stop a diverged run on every rank (exit code 65) before it saves non-finite weights: losses
+and weights are checked after each iteration, before ``CheckpointHook``; loss-scaler skips count
+only past ``max_consecutive_skips``. docs/robustness.md, "Divergence: non-finite loss"."""
 
 from __future__ import annotations
 
@@ -16,7 +13,7 @@ from mmengine.hooks import Hook
 from mmengine.optim import OptimWrapperDict
 from mmseg.registry import HOOKS
 
-from .guards import TrainingStopped, agree_max
+from .stop import TrainingStopped, agree_max
 
 #: Exit code of a diverged run (sysexits.h EX_DATAERR: resuming would diverge again).
 DIVERGED_EXIT_CODE = 65

@@ -1,10 +1,6 @@
-"""Checkpoint on a signal (pre-emption, time limit), requeue the slurm job, exit with code 75.
-
-:class:`PreemptionHook` records the signal, lets every rank finish the iteration, writes its
-checkpoint once all ranks agree, requeues a slurm job (SIGUSR1) and leaves ``runner.train()``
-with :class:`TrainingPreempted`; DataLoader workers drop the signals unless their parent sends
-them. docs/robustness.md, "Pre-emption, time limits and slurm requeue".
-"""
+"""Checkpoint on a signal (pre-emption, time limit), requeue the slurm job, exit with code 75:
+every rank finishes the iteration, its checkpoint is written once all agree, and DataLoader
+workers drop the signals unless their parent sends them. docs/robustness.md, "Pre-emption"."""
 
 from __future__ import annotations
 
@@ -28,7 +24,7 @@ from mmengine.runner import IterBasedTrainLoop
 from mmseg.registry import HOOKS
 
 from .checkpoints import ATOMIC_BACKEND, POINTER, atomic_write
-from .guards import TrainingStopped, agree_max
+from .stop import TrainingStopped, agree_max
 
 #: Exit code after a signal stop with its checkpoint written (sysexits.h EX_TEMPFAIL).
 PREEMPTED_EXIT_CODE = 75

@@ -1,10 +1,7 @@
-"""Exact resume: the random generators' states in every checkpoint, restored on resume.
-
-mmengine restores weights, optimizer, schedule and iteration and replays the sampler, but not
-the generators. :class:`RandomStateHook` stores them, restores them after resume's fast-forward
-over the trained batches, and keeps validation from consuming them. docs/robustness.md, "Exact
-resume".
-"""
+"""Exact resume: mmengine 0.10.7 restores weights, optimizer, schedule and sampler, but not the
+random generators. :class:`RandomStateHook` stores them in every checkpoint, restores them after
+resume's fast-forward over the trained batches, and keeps validation from consuming them.
+docs/robustness.md, "Exact resume"."""
 
 from __future__ import annotations
 
@@ -17,8 +14,6 @@ from mmengine.dist import get_world_size
 from mmengine.hooks import Hook
 from mmengine.logging import print_log
 from mmseg.registry import HOOKS
-
-__all__ = ["RandomStateHook", "get_rng_state", "set_rng_state"]
 
 
 def get_rng_state() -> dict:
@@ -46,8 +41,8 @@ def set_rng_state(state: dict) -> None:
 
 
 class _RestoreAfterSkip:
-    """Stands in for the train loop's dataloader iterator during resume's fast-forward: after
-    the last skipped batch it restores the generators and gives the loop its iterator back."""
+    """The train loop's dataloader iterator during resume's fast-forward: after the last skipped
+    batch it restores the generators and gives the loop its iterator back."""
 
     def __init__(self, loop: Any, skips: int, state: dict) -> None:
         self.loop, self.inner, self.left, self.state = loop, loop.dataloader_iterator, skips, state

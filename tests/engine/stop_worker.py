@@ -23,7 +23,7 @@ import torch.distributed as dist  # noqa: E402
 from torch import nn  # noqa: E402
 
 from hamseg.cli import run_cli  # noqa: E402
-from hamseg.engine.guards import TrainingStopped  # noqa: E402
+from hamseg.engine.stop import TrainingStopped  # noqa: E402
 
 
 def gloo_threads() -> list[str]:

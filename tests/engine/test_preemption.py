@@ -17,18 +17,14 @@ import time
 
 import pytest
 import torch
-from mmengine.config import Config
 from mmengine.hooks import Hook
 
 import tests.robust.fault_hooks  # noqa: F401  (registers SignalAtIterHook)
 from hamseg.compat.checkpoint import is_complete_checkpoint
 from hamseg.engine import (
     PREEMPTED_EXIT_CODE,
-    NonFiniteLossHook,
     PreemptionHook,
-    RandomStateHook,
     TrainingPreempted,
-    add_guard_hooks,
 )
 from hamseg.engine.preemption import _signum, ignore_signals_until_exit, protect_workers
 from tests.conftest import REPO, TINY_FCN
@@ -228,25 +224,6 @@ def test_slurm_requeue_runs_once_with_the_job_id(
     assert stop is not None and stop.exit_code == 75 and note in str(stop)
     logged = open(log).read().splitlines() if osp.exists(log) else []
     assert logged == calls
-
-
-def test_guards_are_added_unless_the_config_has_them():
-    cfg = Config(dict(custom_hooks=[dict(type="PreemptionHook", requeue=False)]))
-    added = add_guard_hooks(cfg)
-    assert added == ["mmseg.NonFiniteLossHook", "mmseg.RandomStateHook"]
-    assert cfg.custom_hooks[0] == dict(type="PreemptionHook", requeue=False)  # its options win
-    cfg = Config(dict(custom_hooks=[dict(type="mmseg.NonFiniteLossHook"), RandomStateHook()]))
-    assert add_guard_hooks(cfg) == ["mmseg.PreemptionHook"]
-    assert add_guard_hooks(cfg) == []  # idempotent
-    cfg = Config.fromfile(TINY_FCN)  # a plain mmseg config: no custom_imports, no custom_hooks
-    add_guard_hooks(cfg)
-    types = [hook["type"] for hook in cfg.custom_hooks]
-    assert types == ["mmseg.PreemptionHook", "mmseg.NonFiniteLossHook", "mmseg.RandomStateHook"]
-    checkpoint = cfg.default_hooks.checkpoint  # made atomic, its options kept
-    assert checkpoint == dict(type="mmseg.AtomicCheckpointHook", by_epoch=False, interval=5)
-    from mmengine.registry import HOOKS  # the root registry, whatever the default scope
-
-    assert [HOOKS.get(t) for t in types] == [PreemptionHook, NonFiniteLossHook, RandomStateHook]
 
 
 # ------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import os.path as osp
 
 import pytest
 
-from hamseg.engine.guards import leave_process_group
+from hamseg.engine.stop import leave_process_group
 from tests.conftest import REPO
 from tests.robust.helpers import finish, start_tool
 

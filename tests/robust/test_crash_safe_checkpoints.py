@@ -20,8 +20,8 @@ import torch
 from mmengine.hooks import Hook
 from mmengine.runner import save_checkpoint
 
+from hamseg.cli import add_guard_hooks
 from hamseg.compat.checkpoint import is_complete_checkpoint
-from hamseg.engine import add_guard_hooks
 from hamseg.engine.checkpoints import ATOMIC_BACKEND, find_latest_complete_checkpoint
 from tests.conftest import REPO
 from tests.robust.helpers import (
