@@ -2,8 +2,8 @@
 
 mmengine resumes from ``load_from`` whenever a config sets one: a bare ``--resume`` on a
 fine-tuning config "resumed" the pretrained checkpoint and trained nothing. Here ``--resume PATH``
-resumes from PATH; a bare ``--resume`` from the work dir's latest complete checkpoint, or starts
-a new run (from ``load_from``'s weights); none keeps the config's ``resume``/``load_from``.
+resumes from PATH; a bare ``--resume`` (or a config's ``resume=True`` without ``load_from``) from
+the work dir's latest complete checkpoint, or starts a new run (from ``load_from``'s weights).
 docs/robustness.md, "What --resume means".
 """
 
@@ -51,8 +51,8 @@ def apply_resume(cfg: Config, resume: Optional[str]) -> Optional[str]:
         FileNotFoundError: The ``--resume`` path is missing. CLIError: so is ``load_from``.
     """
     target: Optional[str] = None
-    if resume == "auto":
-        target = find_latest_complete_checkpoint(cfg.work_dir)
+    if resume == "auto" or (resume is None and cfg.get("resume") and not cfg.get("load_from")):
+        target = find_latest_complete_checkpoint(cfg.work_dir)  # never a partial file
         cfg.resume = target is not None
         if target is not None:  # given as the path: mmengine's own lookup trusts the pointer
             cfg.load_from = target

@@ -65,3 +65,13 @@ def test_missing_checkpoints_are_one_line_errors(tmp_path):
     url = config(str(tmp_path), load_from="https://download.openmmlab.com/x.pth")
     assert apply_resume(url, None) is None  # remote files are mmengine's to fetch
     assert not osp.exists(tmp_path / "work")
+
+
+def test_a_config_that_resumes_by_itself_also_skips_partial_files(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    complete = checkpoint(work / "iter_4.pth", 4)
+    (work / "iter_8.pth").write_bytes(b"PK\x03\x04 cut short")
+    (work / "last_checkpoint").write_text(str(work / "iter_8.pth"))  # e.g. plain mmengine's
+    cfg = config(str(work), resume=True)
+    assert apply_resume(cfg, None) == complete and cfg.load_from == complete
