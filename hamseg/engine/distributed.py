@@ -47,18 +47,12 @@ def setup_cpu_distributed(cfg: Config, launcher: str) -> bool:
     if launcher == "slurm":
         _slurm_env()
     if not dist.is_initialized():
-        dist.init_process_group(
-            backend="gloo",
-            rank=int(os.environ["RANK"]),
-            world_size=int(os.environ["WORLD_SIZE"]),
-        )
-    given = cfg.get("model_wrapper_cfg")
-    wrapper = dict(given or {})
-    if not given:  # the arguments mmengine's Runner uses when no wrapper is configured
-        wrapper.update(
-            broadcast_buffers=False,
-            find_unused_parameters=cfg.get("find_unused_parameters", False),
-        )
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        dist.init_process_group(backend="gloo", rank=rank, world_size=world)
+    # no wrapper configured: the arguments mmengine's Runner would use
+    wrapper = dict(cfg.get("model_wrapper_cfg") or {}) or dict(
+        broadcast_buffers=False, find_unused_parameters=cfg.get("find_unused_parameters", False)
+    )
     if wrapper.get("type", "MMDistributedDataParallel") == "MMDistributedDataParallel":
         wrapper["type"] = CPU_WRAPPER
     wrapper["device_ids"] = None
