@@ -19,12 +19,7 @@ from mmengine.config import DictAction  # noqa: E402
 from mmengine.runner import Runner  # noqa: E402
 
 from hamseg.apis.checkpoint import check_checkpoint_file  # noqa: E402
-from hamseg.cli import (  # noqa: E402
-    LAUNCHERS,  # noqa: E402
-    CLIError,
-    build_config,
-    run_cli,
-)
+from hamseg.cli import LAUNCHERS, CLIError, build_config, run_cli  # noqa: E402
 from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
 from hamseg.utils.errors import require_file  # noqa: E402
 

@@ -26,10 +26,9 @@ from mmengine.logging import print_log  # noqa: E402
 from mmengine.runner import Runner  # noqa: E402
 from mmseg.registry import RUNNERS  # noqa: E402
 
-from hamseg.cli import LAUNCHERS, build_config, enable_amp, run_cli  # noqa: E402
+from hamseg.cli import LAUNCHERS, add_guard_hooks, build_config, enable_amp, run_cli  # noqa: E402
 from hamseg.cli.resume import apply_resume, report_load_from  # noqa: E402
 from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
-from hamseg.engine import add_guard_hooks  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:

@@ -1,174 +1,24 @@
-"""The command-line layer: what tools/train.py, tools/test.py and the other tools share (config,
-overrides, launcher) and :func:`run_cli`, the one place where a library error becomes one line on
-stderr and exit code 2."""
+"""The command-line layer: what every tool shares (:mod:`.common`), ``--resume`` semantics
+(:mod:`.resume`) and the mmseg-tool front end (:mod:`.mmseg_tool`)."""
 
-from __future__ import annotations
-
-import logging
-import os
-import os.path as osp
-import re
-import sys
-from collections.abc import Callable
-
-import torch
-from mmengine.config import Config
-from mmengine.dist import is_main_process
-from mmengine.logging import print_log
-
-from hamseg.compat.checkpoint import CorruptCheckpointError, UnsafeCheckpointError
-from hamseg.compat.package_lookup import config_file
-from hamseg.datasets.checks import ClassCountError
-from hamseg.datasets.loading import InvalidSampleError
-from hamseg.engine.distributed import setup_cpu_distributed
-from hamseg.engine.preemption import ignore_signals_until_exit
-from hamseg.engine.stop import TrainingStopped, leave_process_group
-from hamseg.utils.config import merge_cfg_options
-from hamseg.utils.errors import UsageError
+from .common import (
+    GUARD_HOOKS,
+    LAUNCHERS,
+    CLIError,
+    add_guard_hooks,
+    build_config,
+    enable_amp,
+    run_cli,
+    user_message,
+)
 
 __all__ = [
+    "GUARD_HOOKS",
     "LAUNCHERS",
     "CLIError",
+    "add_guard_hooks",
     "build_config",
     "enable_amp",
     "run_cli",
     "user_message",
 ]
-
-#: ``--launcher`` choices, as in mmseg's tools.
-LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
-#: What OpenMPI's mpirun sets in every process; mmengine's mpi launcher reads them.
-_OMPI = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK")
-
-
-class CLIError(UsageError):
-    """A bad command line: printed as one line, exit code 2, no traceback."""
-
-
-def _mpi_env() -> None:
-    """Check that OpenMPI's mpirun started this process; give torch its rendezvous variables."""
-    missing = [name for name in (*_OMPI, "MASTER_ADDR") if name not in os.environ]
-    if missing:
-        raise CLIError(
-            f"--launcher mpi: {', '.join(missing)} not set. Start the processes with OpenMPI's "
-            "mpirun (install OpenMPI, e.g. apt install openmpi-bin): mpirun -np N -x "
-            "MASTER_ADDR=HOST [-x MASTER_PORT=PORT] python tools/train.py CONFIG --launcher mpi"
-        )
-    os.environ.setdefault("RANK", os.environ["OMPI_COMM_WORLD_RANK"])
-    os.environ.setdefault("WORLD_SIZE", os.environ["OMPI_COMM_WORLD_SIZE"])
-    os.environ.setdefault("LOCAL_RANK", os.environ["OMPI_COMM_WORLD_LOCAL_RANK"])
-    os.environ.setdefault("MASTER_PORT", "29500")
-
-
-def build_config(
-    config: str,
-    cfg_options: dict | None = None,
-    work_dir: str | None = None,
-    launcher: str = "none",
-    local_rank: int = 0,
-) -> Config:
-    """Load a config as mmseg's tools do and prepare the launcher.
-
-    Args:
-        config: Path of the config file, or a packaged config name
-            (:func:`~hamseg.compat.package_lookup.config_file`).
-        cfg_options: ``--cfg-options`` overrides.
-        work_dir: ``--work-dir``; default ``./work_dirs/<config name>``.
-        launcher: One of :data:`LAUNCHERS`. On CPU machines a gloo group is set up here.
-        local_rank: ``--local-rank``: becomes ``LOCAL_RANK`` unless the launcher set it (as in
-            mmseg; ``torch.distributed.launch`` without ``--use-env`` passes only the argument).
-
-    Returns:
-        The config, with ``launcher`` and ``work_dir`` set.
-
-    Raises:
-        CLIError: A missing config, or ``--launcher mpi`` outside OpenMPI's mpirun.
-    """
-    path = config_file(config)
-    cfg = Config.fromfile(path)
-    cfg.launcher = launcher
-    if cfg_options:
-        merge_cfg_options(cfg, cfg_options)
-    if work_dir is not None:
-        cfg.work_dir = work_dir
-    elif cfg.get("work_dir") is None:
-        cfg.work_dir = osp.join("./work_dirs", osp.splitext(osp.basename(path))[0])
-    if launcher == "mpi":
-        _mpi_env()
-    os.environ.setdefault("LOCAL_RANK", str(local_rank))
-    setup_cpu_distributed(cfg, launcher)
-    return cfg
-
-
-def enable_amp(cfg: Config) -> None:
-    """Switch the optimizer wrapper to mixed precision, as mmseg's ``--amp`` does.
-
-    fp16 ``AmpOptimWrapper`` with dynamic loss scaling on a GPU; bfloat16
-    ``CPUAmpOptimWrapper`` without a GPU.
-    """
-    wrapper = cfg.optim_wrapper
-    if wrapper.get("type", "OptimWrapper") in ("AmpOptimWrapper", "CPUAmpOptimWrapper"):
-        print_log("AMP training is already enabled in your config.", "current", logging.WARNING)
-        return
-    if wrapper.get("type", "OptimWrapper") != "OptimWrapper":
-        raise CLIError(f"--amp needs optim_wrapper type OptimWrapper, got {wrapper.type}")
-    if torch.cuda.is_available():
-        wrapper.update(type="AmpOptimWrapper", loss_scale="dynamic")
-    else:
-        wrapper.update(type="CPUAmpOptimWrapper", dtype="bfloat16")
-
-
-#: How torch re-raises an error of a DataLoader worker: its message wraps the worker's traceback.
-_WORKER = re.compile(r"^Caught \w+ in DataLoader worker process \d+\.\s*Original Traceback", re.S)
-
-
-def user_message(err: BaseException) -> str:
-    """The error's message on one line; for an error re-raised from a DataLoader worker, the
-    original error's own message instead of torch's wrapper with the worker's traceback."""
-    text = str(err)
-    if _WORKER.match(text):
-        name = re.escape(type(err).__name__)
-        heads = list(re.finditer(rf"\n(?:[\w.]+\.)?{name}: ", text))
-        if heads:  # the traceback ends with the original "module.Type: message"
-            text = text[heads[-1].end() :]
-    return " ".join(text.split())
-
-
-def run_cli(main: Callable[[], None]) -> None:
-    """Run ``main``; a user-facing error becomes one line on stderr and exit code 2.
-
-    User-facing: :class:`CLIError`, a missing file or dataset, an invalid sample (bad label,
-    corrupt image), a head's class count that differs from the dataset's, and a checkpoint
-    refused as unsafe or corrupt; raised in a DataLoader worker too (the original message,
-    :func:`user_message`). A run stopped on purpose
-    (:class:`~hamseg.engine.stop.TrainingStopped`: a signal, code 75; divergence, code 65) is
-    one line from the main rank and its own exit code; the signals the pre-emption hook handles
-    are ignored from then on, until the process has exited
-    (:func:`~hamseg.engine.preemption.ignore_signals_until_exit`). Anything else keeps its
-    traceback. A distributed run, stopped or finished, leaves its process group before the
-    interpreter finalizes (:func:`~hamseg.engine.stop.leave_process_group`).
-    """
-    user_errors = (
-        UsageError,
-        FileNotFoundError,
-        InvalidSampleError,
-        ClassCountError,
-        UnsafeCheckpointError,
-        CorruptCheckpointError,
-    )
-    exit_code = None
-    try:
-        main()
-    except TrainingStopped as stop:
-        ignore_signals_until_exit()  # a signal during the seconds of exit keeps the exit code
-        if is_main_process():
-            print(f"{stop.label}{' '.join(str(stop).split())}", file=sys.stderr)
-        exit_code = stop.exit_code
-    except user_errors as err:
-        print(f"error: {user_message(err)}", file=sys.stderr)
-        sys.exit(2)
-    # Out of the except block nothing holds the run's frames (runner, DDP model) any more: the
-    # process group and its threads can go now, while the interpreter is whole.
-    leave_process_group()
-    if exit_code is not None:
-        sys.exit(exit_code)

@@ -1,30 +1,32 @@
 """Run mmseg 1.2.2's own tool scripts on hamseg configs: ``python tools/mmseg_tool.py TOOL ARGS``.
 
-mmseg's tools (``mmseg/.mim/tools/...``) import ``mmseg.apis`` / ``mmseg.models`` first thing. On
-an mmcv-lite stack that fails ("No module named 'mmcv._ext'") unless hamseg has adapted the stack,
-and a config's ``custom_imports`` cannot help: the failure comes before any config is read. This
-front end imports hamseg (which also registers hamseg's modules), checks the inputs that mmseg's
-scripts would otherwise mishandle (and turns a packaged config name, ``hamseg::demo/x.py``, into
-its file), applies the minimal fixes for bugs of the scripts themselves
-(:mod:`hamseg.compat.mmseg_tool_fixes`) and runs the script with :mod:`runpy`, ``sys.argv`` set as
-if it had been started directly. Everything after TOOL is the script's own command line.
+mmseg's scripts import ``mmseg.apis`` first thing, which fails on mmcv-lite before any config's
+``custom_imports`` is read. This front end imports hamseg, refuses inputs the scripts would
+mishandle, turns packaged config names into files, applies the fixes for the scripts' own bugs
+(:mod:`hamseg.compat.mmseg_tool_fixes`) and runs the script with :mod:`runpy`. README.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import os.path as osp
 import runpy
 import sys
 from typing import Optional
 
+import mmseg
+
 import hamseg  # noqa: F401  (adapts the stack before mmseg's scripts import mmseg)
-from hamseg.cli import CLIError, run_cli
+from hamseg.apis.checkpoint import check_checkpoint_file
+from hamseg.apis import init_model
 from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.compat.mmseg_tool_fixes import tool_fixes
 from hamseg.compat.package_lookup import config_file
 from hamseg.utils.errors import require_file
+
+from .common import CLIError, run_cli
 
 __all__ = ["TOOLS", "check_inputs", "main", "mmseg_tools_dir", "resolve_tool", "run_tool"]
 
@@ -53,8 +55,6 @@ _CONFIG_FIRST = {
 
 def mmseg_tools_dir() -> str:
     """mmseg's tools folder: ``mmseg/.mim/tools`` when installed, ``tools/`` in a checkout."""
-    import mmseg
-
     package = osp.dirname(osp.abspath(mmseg.__file__))
     for folder in (osp.join(package, ".mim", "tools"), osp.join(osp.dirname(package), "tools")):
         if osp.isdir(folder):
@@ -77,16 +77,6 @@ def resolve_tool(name: str) -> tuple[str, str]:
             f"under {root} (e.g. analysis_tools/visualization_cam)"
         )
     return path, osp.relpath(path, root).replace(os.sep, "/")
-
-
-def _positionals(argv: list[str]) -> list[str]:
-    """Leading arguments before the first option (the usual way to call mmseg's tools)."""
-    out = []
-    for arg in argv:
-        if arg.startswith("-"):
-            break
-        out.append(arg)
-    return out
 
 
 def _check_publish_name(out_file: str) -> None:
@@ -112,33 +102,23 @@ def _check_plot_packages() -> None:
 
 def _check_fits(config: str, checkpoint: str) -> None:
     """The checkpoint fits the config's model exactly (as ``tools/test.py`` checks)."""
-    from hamseg.apis import init_model
-    from hamseg.apis.checkpoint import check_checkpoint_file
-
     check_checkpoint_file(init_model(config, device="cpu"), checkpoint)
 
 
 def check_inputs(script: str, argv: list[str]) -> list[str]:
-    """Refuse, with one line, inputs that mmseg's script would mishandle.
+    """Refuse, with one line, inputs that mmseg's script would mishandle: a missing config or
+    checkpoint (benchmark.py would time an untrained model), a benchmark checkpoint that does not
+    fit the config (mmseg loads it non-strictly), a publish_model name that mmseg 1.2.2 would
+    mangle or a checkpoint that is not weights only, analyze_logs without seaborn/pandas.
 
     Args:
         script: Path relative to mmseg's tools folder (:func:`resolve_tool`'s second value).
         argv: The script's command line.
 
     Returns:
-        ``argv`` with a packaged config name (``hamseg::demo/x.py``, ``mmseg::fcn/x.py``;
-        :func:`~hamseg.compat.package_lookup.config_file`) replaced by its file, which mmseg's
-        scripts can read.
-
-    Raises:
-        CLIError: A missing config or checkpoint (benchmark.py would silently time an untrained
-            model), a benchmark checkpoint that does not fit the config (mmseg loads it
-            non-strictly and times a partly random model: one line naming the layer, both shapes
-            and both class counts), a publish_model output name that mmseg 1.2.2 would mangle,
-            or analyze_logs without seaborn/pandas.
-        UnsafeCheckpointError: publish_model's checkpoint holds pickled objects besides weights.
+        ``argv`` with a packaged config name (``hamseg::demo/x.py``) replaced by its file.
     """
-    args = _positionals(argv)
+    args = list(itertools.takewhile(lambda arg: not arg.startswith("-"), argv))  # positionals
     argv = list(argv)
     if script in _CONFIG_FIRST and args:
         argv[0] = config_file(args[0])

@@ -1,20 +1,10 @@
-"""What ``tools/train.py --resume`` means, so that a requeued job can always pass it.
+"""What ``tools/train.py --resume`` means, so that every start of a requeued job can pass it.
 
-mmengine resumes from ``load_from`` whenever a config sets it: a bare ``--resume`` with a
-fine-tuning config (every ``configs/custom/`` template, ``configs/ham_voc_trainval.py``)
-"resumed" the pretrained checkpoint, e.g. its iteration 60, trained nothing and exited 0.
-:func:`apply_resume` gives ``--resume`` one meaning whatever the config says:
-
-* ``--resume PATH``: resume from that checkpoint (iteration, optimizer, schedule, ...).
-* bare ``--resume``: resume from the latest complete checkpoint of the work dir
-  (:func:`~hamseg.engine.checkpoints.find_latest_complete_checkpoint`); when there is
-  none, start a new run, from ``load_from``'s weights if the config sets it (weights only).
-* no ``--resume``: the config's own ``resume``/``load_from``.
-
-Whenever a run starts from ``load_from`` weights, a missing local file is a one-line error
-naming it and the override. When resuming, a config without ``randomness.seed`` takes the seed
-of the checkpoint: mmengine builds the ``InfiniteSampler`` before it reads the checkpoint, so
-without it the resumed run would draw its batches in another order than the original run.
+mmengine resumes from ``load_from`` whenever a config sets one: a bare ``--resume`` on a
+fine-tuning config "resumed" the pretrained checkpoint and trained nothing. Here ``--resume PATH``
+resumes from PATH; a bare ``--resume`` (or a config's ``resume=True`` without ``load_from``) from
+the work dir's latest complete checkpoint, or starts a new run (from ``load_from``'s weights).
+docs/robustness.md, "What --resume means".
 """
 
 from __future__ import annotations
@@ -26,10 +16,11 @@ import torch
 from mmengine.config import Config
 from mmengine.logging import print_log
 
+from hamseg.apis.checkpoint import reinitialised_by_load_from
 from hamseg.engine.checkpoints import find_latest_complete_checkpoint
 from hamseg.utils.errors import require_file
 
-from . import CLIError
+from .common import CLIError
 
 __all__ = ["apply_resume", "report_load_from"]
 
@@ -45,7 +36,9 @@ def _checkpoint_seed(path: str) -> Optional[int]:
 
 
 def apply_resume(cfg: Config, resume: Optional[str]) -> Optional[str]:
-    """Set ``cfg.resume``/``cfg.load_from`` for ``--resume`` (see the module docstring).
+    """Set ``cfg.resume``/``cfg.load_from`` for ``--resume`` (see the module docstring). When
+    resuming, a config without ``randomness.seed`` takes the checkpoint's: mmengine seeds the
+    ``InfiniteSampler`` before it reads the checkpoint, and the batch order depends on it.
 
     Args:
         cfg: The training config, with ``work_dir`` set (changed in place).
@@ -55,14 +48,15 @@ def apply_resume(cfg: Config, resume: Optional[str]) -> Optional[str]:
         The checkpoint training resumes from, or None for a new run.
 
     Raises:
-        CLIError: The ``--resume`` path, or the ``load_from`` of a new run, is missing.
+        FileNotFoundError: The ``--resume`` path is missing. CLIError: so is ``load_from``.
     """
     target: Optional[str] = None
-    if resume == "auto":
-        target = find_latest_complete_checkpoint(cfg.work_dir)
+    if resume == "auto" or (resume is None and cfg.get("resume") and not cfg.get("load_from")):
+        target = find_latest_complete_checkpoint(cfg.work_dir)  # never a partial file
         cfg.resume = target is not None
-        if target is not None:
-            cfg.load_from = None  # mmengine's own lookup finds `target` and logs it
+        if target is not None:  # given as the path: mmengine's own lookup trusts the pointer
+            cfg.load_from = target
+            print_log(f"Resuming from the latest complete checkpoint {target}", "current")
         else:
             start = f"from load_from={cfg.load_from}" if cfg.get("load_from") else "from scratch"
             print_log(f"No checkpoint in {cfg.work_dir} yet: a new run {start}", "current")
@@ -85,15 +79,8 @@ def apply_resume(cfg: Config, resume: Optional[str]) -> Optional[str]:
 
 
 def report_load_from(runner: Any, cfg: Config) -> Optional[str]:
-    """Before a run that starts from ``load_from`` weights: say in one line which tensors keep
-    their fresh init (fine-tuning with another class count re-initialises the classifier).
-    mmengine's own size-mismatch report follows when the weights are loaded (it prints it).
-
-    Returns:
-        The line logged, or None (resuming, no ``load_from``, a URL, or everything fits).
-    """
-    from hamseg.apis.checkpoint import reinitialised_by_load_from
-
+    """Before a run from ``load_from`` weights, log in one line which tensors keep their fresh
+    init (fine-tuning with another class count); the line, or None (resuming, a URL, all fit)."""
     load_from = cfg.get("load_from")
     if cfg.get("resume") or not load_from or "://" in load_from or not osp.isfile(load_from):
         return None

@@ -8,8 +8,6 @@ turns that into one ``ImportError`` that says what to install.
 
 from __future__ import annotations
 
-__all__ = ["MISSING_MMCV_MESSAGE", "require_mmcv"]
-
 MISSING_MMCV_MESSAGE = (
     "hamseg needs mmcv 2.0/2.1 and none is installed: run pip install 'hamseg[lite]' (mmcv-lite "
     "2.1.0, no compiled ops), or install a compiled mmcv 2.0/2.1 built for your torch and CUDA."
@@ -27,3 +25,6 @@ def require_mmcv() -> None:
         if err.name != "mmcv":
             raise
         raise ImportError(MISSING_MMCV_MESSAGE) from None
+
+
+require_mmcv()

@@ -1,14 +1,10 @@
-"""Pure-PyTorch stand-ins for the two ``mmcv.ops`` that mmseg 1.2.2 imports unconditionally.
+"""Pure-PyTorch ``mmcv.ops.point_sample`` and ``sigmoid_focal_loss`` for mmcv-lite.
 
-mmseg 1.2.2 imports ``point_sample`` (utils/mask_classification.py, models/utils/point_sample.py,
-models/decode_heads/san_head.py) and ``sigmoid_focal_loss`` (models/losses/focal_loss.py) from
-``mmcv.ops`` without a guard. mmcv-lite ships ``mmcv/ops`` but not the compiled ``mmcv._ext``, so
-``import mmcv.ops`` fails and, with it, ``import mmseg.models``.
-
-When (and only when) ``mmcv._ext`` cannot be found, :func:`install` puts a small module in
-``sys.modules['mmcv.ops']`` that provides these two ops in PyTorch and answers any other name with a
-``ModuleNotFoundError`` naming the op. ``ModuleNotFoundError`` is what mmseg's guarded imports
-(``try: from mmcv.ops import X except ModuleNotFoundError``) expect, so they keep their fallbacks.
+mmseg 1.2.2 imports these two from ``mmcv.ops`` without a guard (utils/mask_classification.py,
+models/utils/point_sample.py, models/decode_heads/san_head.py, models/losses/focal_loss.py);
+mmcv-lite 2.1.0 has no compiled ``mmcv._ext``, so ``import mmseg.models`` fails. Only then,
+:func:`install` puts a module with the two ops in ``sys.modules['mmcv.ops']`` that answers any
+other name with the ``ModuleNotFoundError`` mmseg's guarded imports expect.
 """
 
 from __future__ import annotations
@@ -22,8 +18,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["point_sample", "sigmoid_focal_loss", "compiled_mmcv_available", "install"]
-
 _MISSING_OP_HINT = (
     "mmcv.ops.{name} is a compiled mmcv op and this environment has mmcv-lite (no mmcv._ext). "
     "hamseg provides only point_sample and sigmoid_focal_loss in pure PyTorch. Install a compiled "
@@ -32,17 +26,8 @@ _MISSING_OP_HINT = (
 
 
 def point_sample(input: Tensor, points: Tensor, align_corners: bool = False, **kwargs) -> Tensor:
-    """Sample ``input`` at normalised points, as ``mmcv.ops.point_sample``.
-
-    Args:
-        input: Feature map (N, C, H, W).
-        points: Coordinates in [0, 1] x [0, 1] (x first), (N, P, 2) or (N, Hg, Wg, 2).
-        align_corners: Passed to :func:`torch.nn.functional.grid_sample`.
-        **kwargs: Further ``grid_sample`` arguments (mode, padding_mode).
-
-    Returns:
-        (N, C, P) for 3-d ``points``, else (N, C, Hg, Wg).
-    """
+    """``mmcv.ops.point_sample``: sample (N, C, H, W) at points in [0, 1]^2 (x first) given as
+    (N, P, 2) -> (N, C, P) or (N, Hg, Wg, 2) -> (N, C, Hg, Wg); ``kwargs`` go to grid_sample."""
     flat = points.dim() == 3
     grid = points.unsqueeze(2) if flat else points  # (N, P, 1, 2) or (N, Hg, Wg, 2)
     out = F.grid_sample(input, grid * 2.0 - 1.0, align_corners=align_corners, **kwargs)
@@ -57,23 +42,12 @@ def sigmoid_focal_loss(
     weight: Tensor | None = None,
     reduction: str = "mean",
 ) -> Tensor:
-    """Sigmoid focal loss with the semantics of mmcv's compiled ``sigmoid_focal_loss``.
+    """mmcv's compiled ``sigmoid_focal_loss`` (focal loss, Lin et al. 2017, eq. 5).
 
-    For logits x (N, C) and class indices t (N,), with p = sigmoid(x), element (n, c) is
-    ``-alpha (1-p)^gamma log p`` where t_n == c, else ``-(1-alpha) p^gamma log(1-p)``; an index
-    t_n == C (background) makes every class negative. ``weight`` (C,) scales row n by
-    ``weight[t_n]``. 'mean' divides the sum by N (not N*C), as mmcv does.
-
-    Args:
-        input: Logits (N, C).
-        target: Class indices (N,), int64, in [0, C].
-        gamma: Focusing parameter.
-        alpha: Weight of the positive term.
-        weight: Optional per-class weight (C,).
-        reduction: 'none', 'mean' or 'sum'.
-
-    Returns:
-        (N, C) for 'none', else a scalar.
+    For logits x (N, C), int64 class indices t (N,) in [0, C] and p = sigmoid(x), element (n, c)
+    is ``-alpha (1-p)^gamma log p`` where t_n == c, else ``-(1-alpha) p^gamma log(1-p)`` (t_n == C:
+    background, all negative). ``weight`` (C,) scales row n by ``weight[t_n]``; 'mean' divides
+    the sum by N (not N*C), as mmcv does. Returns (N, C) for 'none', else a scalar.
     """
     if input.dim() != 2 or target.dim() != 1 or input.size(0) != target.size(0):
         raise ValueError("sigmoid_focal_loss expects input (N, C) and target (N,)")
@@ -90,13 +64,11 @@ def sigmoid_focal_loss(
         if weight.dim() != 1 or weight.numel() != num_classes:
             raise ValueError("weight must have shape (C,)")
         loss = loss * weight[target].unsqueeze(1)
-    if reduction == "mean":
-        return loss.sum() / input.size(0)
-    if reduction == "sum":
-        return loss.sum()
-    if reduction == "none":
-        return loss
-    raise ValueError(f"unknown reduction {reduction!r}")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"unknown reduction {reduction!r}")
+    return (
+        loss if reduction == "none" else loss.sum() / (input.size(0) if reduction == "mean" else 1)
+    )
 
 
 class _LiteOps(types.ModuleType):
@@ -117,17 +89,12 @@ def compiled_mmcv_available() -> bool:
 
 
 def install() -> bool:
-    """Provide ``mmcv.ops`` when mmcv has no compiled ops; touch nothing otherwise.
-
-    Returns:
-        True if the stand-in was installed (now or before), False if compiled mmcv is used.
-    """
-    current = sys.modules.get("mmcv.ops")
-    if isinstance(current, _LiteOps):
+    """Provide ``mmcv.ops`` when mmcv has no compiled ops (True, now or before); else False."""
+    if isinstance(sys.modules.get("mmcv.ops"), _LiteOps):
         return True
     if compiled_mmcv_available():
         return False
-    import mmcv
+    import mmcv  # present: mmcv_check ran first
 
     ops = _LiteOps("mmcv.ops", "hamseg's pure-PyTorch mmcv.ops for mmcv-lite")
     ops.point_sample = point_sample
@@ -138,3 +105,7 @@ def install() -> bool:
     # mmcv.cnn warns at every import that this compiled op is missing; here that is expected.
     warnings.filterwarnings("ignore", message="Fail to import ``MultiScaleDeformableAttention``")
     return True
+
+
+#: Whether the stand-in is in use (mmcv-lite), set on import.
+REPLACED: bool = install()

@@ -1,34 +1,24 @@
-"""mmseg's ``MMSegInferencer`` on hamseg's configs and model names.
+"""mmseg 1.2.2's ``MMSegInferencer`` on hamseg's configs and model names.
 
-mmseg 1.2.2's inferencer has two gaps for a plugin with loaders and a model index of its own:
-
-- ``_init_pipeline`` looks for the image loader by its type name, ``LoadImageFromFile`` (it swaps
-  in ``InferencerLoader``, which takes arrays and paths alike), and drops ``LoadAnnotations`` by
-  name. hamseg's configs use ``CheckedLoadImageFromFile`` and ``CheckedLoadAnnotations`` (the same
-  transforms, with errors naming the file), so every hamseg config fails with "LoadImageFromFile
-  is not found in the test pipeline". The pipeline is given mmseg's names first
-  (:func:`as_mmseg_loaders`).
-- a model name is looked up in mmseg's model index only ("Cannot find model: ... in mmseg"). A
-  name that mmseg's index does not have is looked up in hamseg's (``hamseg/.mim/model-index.yml``,
-  :func:`resolve_model_name`); mmseg's names keep resolving to mmseg's models. A
-  ``hamseg::<folder>/<config>.py`` name (not a file path, so mmengine takes it for a model name)
-  is read as that packaged config.
-
-:func:`install` (run by ``import hamseg``) wraps these two methods of ``MMSegInferencer``, once;
-nothing else changes. Loading the weights stays mmseg's (non-strict, like mmseg's ``init_model``);
-:class:`hamseg.apis.HamSegInferencer` loads them strictly.
+Its ``_init_pipeline`` finds the image loader and drops ``LoadAnnotations`` by type name, so
+hamseg's ``CheckedLoad*`` loaders fail ("LoadImageFromFile is not found in the test pipeline"):
+they get mmseg's names first. Its model lookup knows mmseg's model index only ("Cannot find
+model"): a name mmseg lacks is looked up in ``hamseg/.mim/model-index.yml``, and
+``hamseg::<dir>/<config>.py`` is read as that packaged config. Weights load as mmseg loads them.
 """
 
 from __future__ import annotations
 
 import functools
 import os.path as osp
-from collections.abc import Callable, MutableSequence
-from typing import Any, Optional
+from collections.abc import MutableSequence
+from typing import Any
+
+from mmengine.config import Config
+from mmengine.infer import BaseInferencer
+from mmseg.apis import MMSegInferencer
 
 from .package_lookup import PACKAGE_DIR
-
-__all__ = ["CHECKED_LOADERS", "as_mmseg_loaders", "index_root", "install", "resolve_model_name"]
 
 #: hamseg's checked loaders -> the mmseg transforms they extend (same arguments otherwise).
 CHECKED_LOADERS = {
@@ -37,62 +27,41 @@ CHECKED_LOADERS = {
 }
 
 
-def index_root() -> str:
-    """The folder holding hamseg's ``model-index.yml`` and ``configs/`` (the package's .mim)."""
-    return osp.join(PACKAGE_DIR, ".mim")
-
-
-def resolve_model_name(name: str) -> Optional[tuple[str, str]]:
-    """(config path, weights path) of a hamseg model name or alias (any case), or None.
-
-    Args:
-        name: A ``Name`` or ``Alias`` of hamseg's model index, e.g.
-            ``'hamhead-nmf_r18-d8_context-shapes'`` or ``'ham_voc'``.
-
-    Returns:
-        The config's absolute path and the index's ``Weights`` (a local path: nothing is
-        hosted), or None if hamseg's index has no such name.
-    """
-    from mmengine.infer import BaseInferencer
-
-    root, wanted = index_root(), name.lower()
+def resolve_model_name(name: str) -> tuple[str, str] | None:
+    """(config path, weights path) of a ``Name`` or ``Alias`` (any case) of hamseg's model
+    index, e.g. ``'ham_voc'``; None if it has no such name. Weights are local paths."""
+    root, wanted = osp.join(PACKAGE_DIR, ".mim"), name.lower()
     for model in BaseInferencer._get_models_from_metafile(root):
         aliases = model.get("Alias", [])
         aliases = [aliases] if isinstance(aliases, str) else aliases
-        if wanted == model["Name"].lower() or wanted in (a.lower() for a in aliases):
+        if wanted in (model["Name"].lower(), *(a.lower() for a in aliases)):
             weights = model.get("Weights", "")
-            weights = weights[0] if isinstance(weights, list) else weights
-            return osp.join(root, model["Config"]), weights
+            return osp.join(root, model["Config"]), weights[0] if isinstance(
+                weights, list
+            ) else weights
     return None
 
 
 def as_mmseg_loaders(pipeline: MutableSequence[Any]) -> None:
-    """Rename hamseg's checked loaders in a pipeline config (in place) to the mmseg transforms
-    they extend, which mmseg's prediction paths find by name."""
+    """Rename hamseg's checked loaders in a pipeline config (in place) to mmseg's names."""
     for transform in pipeline:
         if transform.get("type") in CHECKED_LOADERS:
             transform["type"] = CHECKED_LOADERS[transform["type"]]
 
 
-def _with_mmseg_loader_names(init_pipeline: Callable) -> Callable:
-    """``MMSegInferencer._init_pipeline`` that first gives the checked loaders mmseg's names."""
+def install() -> None:
+    """Wrap ``MMSegInferencer._init_pipeline`` and ``_load_model_from_metafile``, once."""
+    init_pipeline, load = MMSegInferencer._init_pipeline, MMSegInferencer._load_model_from_metafile
+    if getattr(load, "__wrapped__", None) is BaseInferencer._load_model_from_metafile:
+        return
 
     @functools.wraps(init_pipeline)
     def _init_pipeline(self, cfg):  # noqa: ANN001, ANN202  (mmseg's signature)
         as_mmseg_loaders(cfg.test_dataloader.dataset.pipeline)
         return init_pipeline(self, cfg)
 
-    _init_pipeline._hamseg_wraps = init_pipeline  # type: ignore[attr-defined]
-    return _init_pipeline
-
-
-def _with_hamseg_index(load: Callable) -> Callable:
-    """``_load_model_from_metafile`` that looks in hamseg's index when mmseg's has no such name."""
-
     @functools.wraps(load)
     def _load_model_from_metafile(self, model: str):  # noqa: ANN001, ANN202
-        from mmengine.config import Config
-
         if model.startswith("hamseg::"):  # a packaged config, not a file path: no weights
             return Config.fromfile(model), None
         try:
@@ -105,29 +74,10 @@ def _with_hamseg_index(load: Callable) -> Callable:
                 raise ValueError(
                     f"Cannot find model: {model} in mmseg's or hamseg's model index"
                 ) from None
-        config, weights = found
-        return Config.fromfile(config), weights
+        return Config.fromfile(found[0]), found[1]
 
-    _load_model_from_metafile._hamseg_wraps = load  # type: ignore[attr-defined]
-    return _load_model_from_metafile
+    MMSegInferencer._init_pipeline = _init_pipeline
+    MMSegInferencer._load_model_from_metafile = _load_model_from_metafile
 
 
-def install() -> bool:
-    """Wrap ``MMSegInferencer._init_pipeline`` and ``_load_model_from_metafile`` (idempotent).
-
-    Returns:
-        True if wrapped now, False if they already were.
-    """
-    from mmseg.apis import MMSegInferencer
-
-    changed = False
-    # _load_model_from_metafile is mmengine's BaseInferencer's: set on MMSegInferencer only.
-    for name, wrap in (
-        ("_init_pipeline", _with_mmseg_loader_names),
-        ("_load_model_from_metafile", _with_hamseg_index),
-    ):
-        current = getattr(MMSegInferencer, name)
-        if not hasattr(current, "_hamseg_wraps"):
-            setattr(MMSegInferencer, name, wrap(current))
-            changed = True
-    return changed
+install()

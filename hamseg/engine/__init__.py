@@ -1,22 +1,19 @@
 """Training-engine pieces hamseg registers into mmseg: guard hooks (pre-emption, divergence,
 exact resume), crash-safe checkpoints, CPU mixed precision and CPU multi-process training, TTA."""
 
-from . import checkpoints
 from .amp import CPUAmpOptimWrapper
+from .checkpoints import AtomicCheckpointHook, find_latest_complete_checkpoint
 from .distributed import setup_cpu_distributed
 from .divergence import DIVERGED_EXIT_CODE, NonFiniteLossHook, TrainingDiverged
-from .guards import GUARD_HOOKS, add_guard_hooks
 from .preemption import PREEMPTED_EXIT_CODE, PreemptionHook, TrainingPreempted
 from .random_state import RandomStateHook
 from .stop import TrainingStopped
 from .tta import HamSegTTAModel
 
-checkpoints.install()
-
 __all__ = [
     "DIVERGED_EXIT_CODE",
-    "GUARD_HOOKS",
     "PREEMPTED_EXIT_CODE",
+    "AtomicCheckpointHook",
     "CPUAmpOptimWrapper",
     "HamSegTTAModel",
     "NonFiniteLossHook",
@@ -25,6 +22,6 @@ __all__ = [
     "TrainingDiverged",
     "TrainingPreempted",
     "TrainingStopped",
-    "add_guard_hooks",
+    "find_latest_complete_checkpoint",
     "setup_cpu_distributed",
 ]

@@ -1,240 +1,135 @@
-"""Crash-safe checkpoints: atomic writes and a resume that never picks up a partial file.
-
-mmengine 0.10.7 writes a checkpoint by serialising it in memory and then writing the bytes into
-the final file name, and records the latest one by rewriting ``<work_dir>/last_checkpoint`` in
-place. A job killed (SIGKILL, OOM killer, pre-emption) during either write leaves a truncated
-``iter_N.pth`` or an empty pointer, and ``--resume`` then fails or loads garbage.
-
-:func:`install` changes three things, only for local files:
-
-1. ``save_checkpoint`` (every name mmengine binds it to) writes into a hidden temporary file
-   next to the target (``.iter_N.pth.tmp``), flushes and ``fsync``-s it, then ``os.replace``-s
-   it onto the final name and ``fsync``-s the directory. The final name therefore only ever
-   holds a complete checkpoint. Remote backends (``s3://``, ``pavi://``, ...) are untouched.
-2. The ``last_checkpoint`` pointer written by ``CheckpointHook`` goes through the same
-   temporary-file-and-rename (a module-level ``open`` in ``mmengine.hooks.checkpoint_hook`` that
-   only intercepts writes to a file named ``last_checkpoint``).
-3. ``find_latest_checkpoint`` (used by ``resume=True`` without a path) checks that the pointer
-   names an existing, complete checkpoint. If it does not (pointer missing, empty, stale, or a
-   checkpoint written before this fix and cut short), the newest complete ``iter_*.pth`` /
-   ``epoch_*.pth`` in the work dir is used instead, and left-over temporary files are removed.
-"""
+"""Crash-safe checkpoints: mmengine 0.10.7 writes a checkpoint and the ``last_checkpoint`` pointer
+in place, so a kill mid-write leaves a truncated file. :class:`AtomicCheckpointHook` writes local
+ones through a temporary file and ``os.replace``, and a bare ``--resume`` never picks a partial
+file. docs/robustness.md, "Crash-safe checkpoints"."""
 
 from __future__ import annotations
 
-import builtins
 import contextlib
-import io
 import os
 import os.path as osp
 import re
-import zipfile
-from typing import IO, Any, Optional
+from pathlib import Path
 
-import torch
+from mmengine.dist import is_main_process
+from mmengine.fileio import LocalBackend, register_backend
+from mmengine.hooks import CheckpointHook
 from mmengine.logging import print_log
+from mmseg.registry import HOOKS
 
-__all__ = [
-    "TEMP_SUFFIX",
-    "atomic_save_checkpoint",
-    "find_latest_complete_checkpoint",
-    "install",
-    "is_complete_checkpoint",
-]
+from hamseg.compat.checkpoint import is_complete_checkpoint
 
-#: Suffix of the hidden temporary file a checkpoint is written to before the rename.
-TEMP_SUFFIX = ".tmp"
-#: Names of periodic checkpoints written by mmengine's CheckpointHook (default templates).
-_PERIODIC = re.compile(r"^(?:iter|epoch)_(\d+)\.pth$")
-_POINTER = "last_checkpoint"
+#: Name of :class:`AtomicLocalBackend` in mmengine's file backends (``backend_args``).
+ATOMIC_BACKEND = "hamseg_atomic_local"
+POINTER = "last_checkpoint"
+_PERIODIC = re.compile(r"^(?:iter|epoch)_(\d+)\.pth$")  # CheckpointHook's default names
 
 
-def _temp_path(filename: str) -> str:
-    """``dir/.name.tmp`` for ``dir/name``: hidden, and never matched by ``*.pth``."""
-    head, tail = osp.split(filename)
-    return osp.join(head, f".{tail}{TEMP_SUFFIX}")
-
-
-def _fsync_dir(path: str) -> None:
-    """Persist a rename in ``path`` (a directory); silently skipped where unsupported."""
-    with contextlib.suppress(OSError):
-        fd = os.open(path or ".", os.O_RDONLY)
+def atomic_write(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``dir/.name.tmp``, fsync, ``os.replace`` onto ``path``, fsync the
+    folder; on any error (a signal too) the temporary file goes and ``path`` stays as it was."""
+    path = osp.abspath(os.fspath(path))
+    directory, name = osp.split(path)
+    os.makedirs(directory, exist_ok=True)
+    temp = osp.join(directory, f".{name}.tmp")  # hidden, and never matched by *.pth
+    try:
+        with open(temp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temp)
+        raise
+    with contextlib.suppress(OSError):  # persist the rename where the platform can
+        fd = os.open(directory, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
 
 
-def atomic_write_bytes(filename: str, write: Any, mode: str = "wb") -> None:
-    """Write a file through a temporary file, ``fsync`` and ``os.replace``.
+class AtomicLocalBackend(LocalBackend):
+    """mmengine's ``LocalBackend`` whose ``put``/``put_text`` go through :func:`atomic_write`."""
 
-    Args:
-        filename: Final path.
-        write: Callable receiving the open temporary file object.
-        mode: 'wb' or 'w'.
-    """
-    filename = osp.abspath(osp.expanduser(filename))
-    directory = osp.dirname(filename)
-    os.makedirs(directory, exist_ok=True)
-    temp = _temp_path(filename)
-    try:
-        with builtins.open(temp, mode) as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, filename)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(temp)
-        raise
-    _fsync_dir(directory)
+    def put(self, obj: bytes, filepath: str | Path) -> None:
+        atomic_write(filepath, obj)
+
+    def put_text(self, obj: str, filepath: str | Path, encoding: str = "utf-8") -> None:
+        atomic_write(filepath, obj.encode(encoding))
 
 
-def _is_local(filename: str, backend_args: Optional[dict]) -> bool:
-    if backend_args and backend_args.get("backend", "local") != "local":
-        return False
-    return "://" not in filename
+register_backend(ATOMIC_BACKEND, AtomicLocalBackend)
 
 
-def atomic_save_checkpoint(
-    checkpoint: dict,
-    filename: str,
-    file_client_args: Optional[dict] = None,
-    backend_args: Optional[dict] = None,
-) -> None:
-    """Drop-in for ``mmengine.runner.checkpoint.save_checkpoint``, atomic for local files.
+@HOOKS.register_module()
+class AtomicCheckpointHook(CheckpointHook):
+    """mmengine's ``CheckpointHook`` (same options) writing local checkpoints and the
+    ``last_checkpoint`` pointer atomically; ``out_dir``/``backend_args`` naming a remote store
+    (``s3://``, ``backend='petrel'``, ...) or ``file_client_args`` keep mmengine's writes."""
 
-    Args:
-        checkpoint: The checkpoint dict.
-        filename: Target path (local) or URL (delegated to mmengine's writer).
-        file_client_args: Deprecated mmengine argument; any value delegates to mmengine.
-        backend_args: mmengine file backend arguments; a non-local backend delegates.
-    """
-    if file_client_args is not None or not _is_local(filename, backend_args):
-        _ORIGINAL["save_checkpoint"](checkpoint, filename, file_client_args, backend_args)
-        return
-    atomic_write_bytes(filename, lambda handle: torch.save(checkpoint, handle))
+    def __init__(self, **kwargs) -> None:
+        backend_args = kwargs.get("backend_args") or {}
+        remote = "://" in str(kwargs.get("out_dir") or "") or kwargs.get("file_client_args")
+        if not remote and backend_args.get("backend", "local") == "local":
+            kwargs["backend_args"] = dict(backend_args, backend=ATOMIC_BACKEND)
+        super().__init__(**kwargs)
 
-
-class _AtomicTextFile(io.StringIO):
-    """A text buffer that lands on disk atomically when closed, unless an exception is raised
-    inside its ``with`` block (then the previous file stays as it was)."""
-
-    def __init__(self, filename: str) -> None:
-        super().__init__()
-        self._target = filename
-        self._discard = False
-
-    def close(self) -> None:
-        if not self.closed and not self._discard:
-            text = self.getvalue()
-            atomic_write_bytes(self._target, lambda handle: handle.write(text), mode="w")
-        super().close()
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self._discard = exc_type is not None
-        self.close()
-
-
-def _hook_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> IO:
-    """``open`` for mmengine's checkpoint_hook module: atomic writes of the pointer file only."""
-    if (
-        isinstance(file, (str, os.PathLike))
-        and osp.basename(os.fspath(file)) == _POINTER
-        and mode == "w"
-        and not args
-        and not kwargs
-    ):
-        return _AtomicTextFile(os.fspath(file))
-    return builtins.open(file, mode, *args, **kwargs)
+    def _save_checkpoint_with_step(self, runner, step: int, meta: dict) -> None:
+        """mmengine 0.10.7's ``CheckpointHook._save_checkpoint_with_step`` (rotate, save, point),
+        except that the pointer is replaced atomically instead of rewritten in place."""
+        keep = getattr(self, "keep_ckpt_ids", None)  # set in before_train if max_keep_ckpts > 0
+        if self.max_keep_ckpts > 0 and not (keep and keep[-1] == step):
+            if len(keep) == self.max_keep_ckpts:
+                old = self.file_backend.join_path(self.out_dir, self.filename_tmpl.format(keep[0]))
+                keep.popleft()
+                if is_main_process() and self.file_backend.isfile(old):
+                    self.file_backend.remove(old)
+                elif is_main_process() and self.file_backend.isdir(old):  # deepspeed's folders
+                    self.file_backend.rmtree(old)
+            keep.append(step)
+            runner.message_hub.update_info("keep_ckpt_ids", list(keep))
+        name = self.filename_tmpl.format(step)
+        self.last_ckpt = self.file_backend.join_path(self.out_dir, name)
+        runner.message_hub.update_info("last_ckpt", self.last_ckpt)
+        runner.save_checkpoint(
+            self.out_dir,
+            name,
+            self.file_client_args,
+            save_optimizer=self.save_optimizer,
+            save_param_scheduler=self.save_param_scheduler,
+            meta=meta,
+            by_epoch=self.by_epoch,
+            backend_args=self.backend_args,
+            **self.args,
+        )
+        if is_main_process():
+            atomic_write(osp.join(runner.work_dir, POINTER), str(self.last_ckpt).encode())
 
 
-def is_complete_checkpoint(path: str) -> bool:
-    """Whether ``path`` is a complete torch (zip) checkpoint: its central directory is readable.
-
-    A write cut short loses the central directory at the end of the archive, so this rejects
-    truncated files without reading the tensors.
-    """
-    if not osp.isfile(path):
-        return False
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return any(name.endswith("data.pkl") for name in archive.namelist())
-    except (zipfile.BadZipFile, OSError, EOFError):
-        return False
-
-
-def _remove_temp_files(directory: str) -> None:
-    if not osp.isdir(directory):
-        return
-    for name in os.listdir(directory):
-        if name.startswith(".") and name.endswith(TEMP_SUFFIX):
-            if _PERIODIC.match(name[1 : -len(TEMP_SUFFIX)]) or name[1:].startswith(_POINTER):
-                with contextlib.suppress(OSError):
-                    os.remove(osp.join(directory, name))
+def find_latest_complete_checkpoint(work_dir: str) -> str | None:
+    """The checkpoint a bare ``--resume`` continues from: ``last_checkpoint``'s target if it is
+    complete, else the complete ``iter_N.pth``/``epoch_N.pth`` with the highest N in its folder
+    or ``work_dir`` (None if none). Temporary files of killed writes there are removed."""
+    pointer = osp.join(work_dir, POINTER)
+    target = Path(pointer).read_text().strip() if osp.isfile(pointer) else ""
+    folders = [*dict.fromkeys([osp.dirname(target) or work_dir, work_dir])]
+    for folder in filter(osp.isdir, folders):
+        for name in os.listdir(folder):
+            if name.startswith(".") and name.endswith(".tmp"):
+                if _PERIODIC.match(name[1:-4]) or name == f".{POINTER}.tmp":
+                    os.remove(osp.join(folder, name))
                     print_log(f"Removed a partially written file: {name}", logger="current")
-
-
-def find_latest_complete_checkpoint(path: str) -> Optional[str]:
-    """The checkpoint to resume from in work dir ``path``, never a partially written one.
-
-    Args:
-        path: The work dir (where ``last_checkpoint`` is written).
-
-    Returns:
-        The pointer's target if it is a complete checkpoint, otherwise the complete periodic
-        checkpoint with the highest step in the pointer's directory or in ``path``; None if
-        there is none.
-    """
-    pointer = osp.join(path, _POINTER)
-    target: Optional[str] = None
-    if osp.isfile(pointer):
-        with builtins.open(pointer) as handle:
-            target = handle.read().strip() or None
-    candidates_dirs = [path]
-    if target is not None:
-        candidates_dirs.insert(0, osp.dirname(target) or path)
-    for directory in candidates_dirs:
-        _remove_temp_files(directory)
-    if target is not None and is_complete_checkpoint(target):
+    if target and is_complete_checkpoint(target):
         return target
-
-    best: Optional[tuple[int, str]] = None
-    for directory in dict.fromkeys(candidates_dirs):
-        if not osp.isdir(directory):
-            continue
-        for name in os.listdir(directory):
-            match = _PERIODIC.match(name)
-            full = osp.join(directory, name)
-            if match and (best is None or int(match.group(1)) > best[0]):
-                if is_complete_checkpoint(full):
-                    best = (int(match.group(1)), full)
-    found = best[1] if best else None
-    if target is not None:
-        why = f"{pointer} names {target}, which is missing or incomplete"
-    else:
-        why = f"{pointer} is missing or empty"
-    print_log(f"{why}; newest complete checkpoint: {found}", logger="current")
-    return found
-
-
-_ORIGINAL: dict[str, Any] = {}
-
-
-def install() -> None:
-    """Patch mmengine's checkpoint writer, pointer writer and resume lookup; idempotent."""
-    import mmengine.hooks.checkpoint_hook as hook_module
-    import mmengine.runner as runner_pkg
-    import mmengine.runner._flexible_runner as flexible_module
-    import mmengine.runner.checkpoint as ckpt_module
-    import mmengine.runner.runner as runner_module
-
-    if _ORIGINAL:
-        return
-    _ORIGINAL["save_checkpoint"] = ckpt_module.save_checkpoint
-    _ORIGINAL["find_latest_checkpoint"] = ckpt_module.find_latest_checkpoint
-    for module in (ckpt_module, runner_pkg, runner_module):
-        module.save_checkpoint = atomic_save_checkpoint
-    for module in (ckpt_module, runner_pkg, runner_module, flexible_module):
-        module.find_latest_checkpoint = find_latest_complete_checkpoint
-    hook_module.open = _hook_open  # module global: shadows the builtin in that module only
+    found = [
+        (int(match.group(1)), osp.join(folder, name))
+        for folder in filter(osp.isdir, folders)
+        for name in os.listdir(folder)
+        if (match := _PERIODIC.match(name))
+    ]
+    latest = next((p for _, p in sorted(found, reverse=True) if is_complete_checkpoint(p)), None)
+    why = f"names {target}, which is missing or incomplete" if target else "is missing or empty"
+    print_log(f"{pointer} {why}; newest complete checkpoint: {latest}", logger="current")
+    return latest

@@ -1,10 +1,8 @@
 """Multi-process training on CPU machines (torchrun or slurm + gloo).
 
 mmengine 0.10.7's launcher calls ``torch.cuda.set_device`` and its default DDP wrapper passes
-``device_ids=[LOCAL_RANK]``; both fail without a GPU. On a machine without CUDA,
-:func:`setup_cpu_distributed` starts a gloo process group itself (the Runner then skips its own
-``init_dist``) and asks for a DDP wrapper with ``device_ids=None``. With CUDA it does nothing,
-so the usual NCCL path is untouched.
+``device_ids=[LOCAL_RANK]``; both fail without a GPU. Without CUDA, :func:`setup_cpu_distributed`
+starts a gloo group itself (the Runner then skips ``init_dist``) and asks for a CPU DDP wrapper.
 """
 
 from __future__ import annotations
@@ -15,8 +13,6 @@ import subprocess
 import torch
 import torch.distributed as dist
 from mmengine.config import Config
-
-__all__ = ["CPU_WRAPPER", "setup_cpu_distributed"]
 
 #: DDP wrapper for CPU runs (registered by hamseg.models.cpu_sync_bn in mmseg's MODEL_WRAPPERS).
 CPU_WRAPPER = "mmseg.CPUSyncBNDistributedDataParallel"
@@ -35,13 +31,13 @@ def _slurm_env() -> None:
 
 
 def setup_cpu_distributed(cfg: Config, launcher: str) -> bool:
-    """Prepare a distributed run on CPU; no-op for ``launcher='none'`` or when CUDA exists.
+    """Prepare a distributed run on CPU; nothing for ``launcher='none'`` or when CUDA exists.
 
     Args:
-        cfg: The run's config; its ``model_wrapper_cfg`` gets ``device_ids=None`` (and the type
-            :data:`CPU_WRAPPER` unless another wrapper than mmengine's default DDP is set) and
-            its ``env_cfg.dist_cfg.backend`` becomes 'gloo'.
-        launcher: 'none', 'pytorch' or 'slurm' (as passed to tools/train.py).
+        cfg: The config; its ``model_wrapper_cfg`` gets ``device_ids=None`` (and the type
+            :data:`CPU_WRAPPER` in place of mmengine's default DDP) and its
+            ``env_cfg.dist_cfg.backend`` becomes 'gloo'.
+        launcher: 'none', 'pytorch', 'slurm' or 'mpi' (as passed to tools/train.py).
 
     Returns:
         True if a gloo process group was set up for a CPU run.
@@ -51,18 +47,12 @@ def setup_cpu_distributed(cfg: Config, launcher: str) -> bool:
     if launcher == "slurm":
         _slurm_env()
     if not dist.is_initialized():
-        dist.init_process_group(
-            backend="gloo",
-            rank=int(os.environ["RANK"]),
-            world_size=int(os.environ["WORLD_SIZE"]),
-        )
-    given = cfg.get("model_wrapper_cfg")
-    wrapper = dict(given or {})
-    if not given:  # the arguments mmengine's Runner uses when no wrapper is configured
-        wrapper.update(
-            broadcast_buffers=False,
-            find_unused_parameters=cfg.get("find_unused_parameters", False),
-        )
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        dist.init_process_group(backend="gloo", rank=rank, world_size=world)
+    # no wrapper configured: the arguments mmengine's Runner would use
+    wrapper = dict(cfg.get("model_wrapper_cfg") or {}) or dict(
+        broadcast_buffers=False, find_unused_parameters=cfg.get("find_unused_parameters", False)
+    )
     if wrapper.get("type", "MMDistributedDataParallel") == "MMDistributedDataParallel":
         wrapper["type"] = CPU_WRAPPER
     wrapper["device_ids"] = None

@@ -1,18 +1,8 @@
-"""Multi-scale + flip test of the Hamburger release, as an mmseg TTA model.
+"""Multi-scale + flip test of the Hamburger release (seg/HamNet/test.py) as an mmseg TTA model.
 
-``tools/test.py --tta`` replaces the model by ``cfg.tta_model`` wrapping ``cfg.model`` and the
-test pipeline by ``cfg.tta_pipeline`` (one entry per scale and flip). mmseg's ``SegTTAModel``
-then averages the softmax probabilities of all views. The release's MSFlip test
-(seg/HamNet/test.py) instead
-
-1. pads every view at the bottom/right to a size of 8k + 1 (with 0, i.e. the mean colour after
-   normalisation), so that the stride-8 feature grid and the bilinear up-sampling with
-   ``align_corners=True`` line up exactly with the image corners,
-2. crops the logits back to the view, up-samples them to the original image, flips back, and
-3. sums the logits of all views (no softmax) and takes the argmax.
-
-:class:`HamSegTTAModel` does both: ``merge='logits_sum'`` (release) or ``'prob_mean'`` (mmseg),
-and ``pad_stride=8`` (release) or None (mmseg, no extra padding).
+The release pads every view to 8k + 1 (so that the stride-8 grid and ``align_corners=True``
+up-sampling meet the image corners) and sums the logits of all views; mmseg's ``SegTTAModel``
+averages probabilities. :class:`HamSegTTAModel` offers both (docs/recipes.md).
 """
 
 from __future__ import annotations
@@ -36,16 +26,8 @@ MERGES = ("logits_sum", "prob_mean")
 def pad_to_stride_plus_one(
     inputs: Tensor, stride: int, value: float = 0.0
 ) -> tuple[Tensor, int, int]:
-    """Pad (B, C, H, W) at the bottom and right to the next size k * stride + 1 (>= H, W).
-
-    Args:
-        inputs: Batch of normalised images.
-        stride: Output stride of the network (8 in the release).
-        value: Pad value (0 = the mean colour after normalisation).
-
-    Returns:
-        The padded batch and the added rows and columns.
-    """
+    """Pad (B, C, H, W) at the bottom and right to the next size k * stride + 1 (>= H, W) with
+    ``value`` (0: the mean colour after normalisation); the batch and the added rows, columns."""
     h, w = inputs.shape[-2:]
     pad_h = math.ceil((h - 1) / stride) * stride + 1 - h
     pad_w = math.ceil((w - 1) / stride) * stride + 1 - w
@@ -60,15 +42,11 @@ class HamSegTTAModel(SegTTAModel):
 
     Args:
         module: The segmentor (config or module), set by ``tools/test.py --tta``.
-        merge: 'logits_sum' (release: sum of the logits of all views) or 'prob_mean' (mmseg:
-            mean of the softmax, or sigmoid for a single output channel, probabilities).
-        pad_stride: If set, every view is padded at the bottom/right to a size
-            ``k * pad_stride + 1`` before the forward pass and the logits are cropped back
-            (release: 8). None keeps mmseg's behaviour.
+        merge: 'logits_sum' (release: sum of the views' logits) or 'prob_mean' (mmseg: mean of
+            the softmax, or sigmoid for one output channel, probabilities).
+        pad_stride: Pad every view to ``k * pad_stride + 1`` and crop the logits back (release:
+            8); None: mmseg's behaviour.
         data_preprocessor: Optional preprocessor for ``module``.
-
-    Raises:
-        ValueError: On an unknown ``merge`` or a ``pad_stride`` below 1.
     """
 
     def __init__(
@@ -91,12 +69,10 @@ class HamSegTTAModel(SegTTAModel):
         if self.pad_stride is None:
             return super().test_step(data)
         if isinstance(data, dict):
-            num_views = len(data[next(iter(data))])
-            views: list[Any] = [{k: v[i] for k, v in data.items()} for i in range(num_views)]
+            views: list[Any] = [dict(zip(data, v)) for v in zip(*data.values())]
         else:
-            views = [[part[i] for part in data] for i in range(len(data[0]))]
-        predictions = [self._predict_padded(view) for view in views]
-        return self.merge_preds(list(zip(*predictions)))
+            views = [list(v) for v in zip(*data)]
+        return self.merge_preds(list(zip(*map(self._predict_padded, views))))
 
     def _predict_padded(self, view: Union[dict, list]) -> list[SegDataSample]:
         """One view: preprocess, pad to k * pad_stride + 1, predict (cropped back by mmseg)."""
@@ -108,27 +84,15 @@ class HamSegTTAModel(SegTTAModel):
             left, right, top, bottom = sample.metainfo.get(
                 "img_padding_size", sample.metainfo.get("padding_size", (0, 0, 0, 0))
             )
-            # mmseg's postprocess_result crops img_padding_size after resizing the logits to
-            # pad_shape (BaseDecodeHead.predict_by_feat).
-            sample.set_metainfo(
-                dict(
-                    img_padding_size=[left, right + pad_w, top, bottom + pad_h],
-                    pad_shape=tuple(inputs.shape[-2:]),
-                )
-            )
+            # mmseg crops img_padding_size after resizing the logits to pad_shape
+            padding = [left, right + pad_w, top, bottom + pad_h]
+            sample.set_metainfo(dict(img_padding_size=padding, pad_shape=tuple(inputs.shape[-2:])))
         return self.module(inputs, samples, mode="predict")
 
     def merge_preds(self, data_samples_list: list[list[SegDataSample]]) -> list[SegDataSample]:
-        """Merge the views of each image.
-
-        Args:
-            data_samples_list: For each image, the predictions of its views; each holds
-                ``seg_logits`` (C, H, W) at the original image size, flipped back.
-
-        Returns:
-            One sample per image with ``pred_sem_seg`` (1, H, W), ``seg_logits`` (the merged
-            scores: summed logits or mean probabilities, (C, H, W)) and ``gt_sem_seg`` if given.
-        """
+        """Merge the views of each image (``seg_logits`` (C, H, W) at the image size, flipped
+        back) into ``pred_sem_seg`` (1, H, W) and ``seg_logits`` (summed logits or mean
+        probabilities), keeping ``gt_sem_seg``."""
         merged = []
         for views in data_samples_list:
             logits = torch.stack([v.seg_logits.data for v in views])  # (V, C, H, W)

@@ -1,41 +1,26 @@
-"""Config-dict helpers: the parts of a config the data checks look at (datasets per split, heads,
-transforms), and ``--cfg-options`` merging where a ``data_root`` override moves the datasets."""
+"""Config-dict walking for the data checks (datasets per split, heads, transforms) and
+``--cfg-options`` merging where ``data_root=PATH`` moves the datasets that used the variable."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Optional
+from typing import Any
 
 from mmengine.config import Config
+from mmseg.registry import DATASETS
 
 from .errors import UsageError
-
-__all__ = [
-    "SPLITS",
-    "dataset_classes",
-    "defined_splits",
-    "heads",
-    "leaf_datasets",
-    "merge_cfg_options",
-    "split_datasets",
-    "transform_types",
-]
 
 SPLITS = ("train", "val", "test")
 
 
-def leaf_datasets(dataset_cfg: Any) -> Iterator[dict]:
-    """The dataset configs inside wrappers (RepeatDataset, ConcatDataset, ...)."""
-    if isinstance(dataset_cfg, dict):
-        if "dataset" in dataset_cfg:
-            yield from leaf_datasets(dataset_cfg["dataset"])
-        elif "datasets" in dataset_cfg:
-            for inner in dataset_cfg["datasets"]:
-                yield from leaf_datasets(inner)
-        else:
-            yield dataset_cfg
-    elif isinstance(dataset_cfg, (list, tuple)):
-        for inner in dataset_cfg:
+def leaf_datasets(node: Any) -> Iterator[dict]:
+    """The dataset configs inside wrappers (RepeatDataset, ConcatDataset, lists)."""
+    if isinstance(node, dict):
+        inner = node.get("dataset", node.get("datasets"))
+        yield from [node] if inner is None else leaf_datasets(inner)
+    elif isinstance(node, (list, tuple)):
+        for inner in node:
             yield from leaf_datasets(inner)
 
 
@@ -44,13 +29,10 @@ def defined_splits(cfg: Config) -> list[str]:
     return [s for s in SPLITS if (cfg.get(f"{s}_dataloader") or {}).get("dataset")]
 
 
-def split_datasets(cfg: Config, splits: Optional[Sequence[str]]) -> Iterator[tuple[str, dict]]:
+def split_datasets(cfg: Config, splits: Sequence[str] | None) -> Iterator[tuple[str, dict]]:
     """(split, leaf dataset config) of the given splits (default: all), in split order."""
     for split in splits or SPLITS:
-        loader = cfg.get(f"{split}_dataloader")
-        if not loader or not loader.get("dataset"):
-            continue
-        for leaf in leaf_datasets(loader["dataset"]):
+        for leaf in leaf_datasets((cfg.get(f"{split}_dataloader") or {}).get("dataset")):
             yield split, leaf
 
 
@@ -60,25 +42,19 @@ def transform_types(node: Any) -> Iterator[str]:
     if isinstance(node, dict):
         if isinstance(node.get("type"), str):
             yield node["type"].split(".")[-1]
-        for value in node.values():
-            yield from transform_types(value)
-    elif isinstance(node, (list, tuple)):
-        for value in node:
-            yield from transform_types(value)
+        node = list(node.values())
+    for value in node if isinstance(node, (list, tuple)) else ():
+        yield from transform_types(value)
 
 
 def dataset_class_metainfo(dataset_cfg: dict) -> dict:
-    """The ``METAINFO`` of a dataset config's class (its registered ``type``); {} if unknown."""
+    """The ``METAINFO`` of a dataset config's registered class; {} if unknown."""
     kind = dataset_cfg.get("type")
-    if not isinstance(kind, str):
-        return {}
-    from mmseg.registry import DATASETS
-
-    dataset_cls = DATASETS.get(kind.split(".")[-1])
-    return dict(getattr(dataset_cls, "METAINFO", None) or {}) if dataset_cls else {}
+    dataset_cls = DATASETS.get(kind.split(".")[-1]) if isinstance(kind, str) else None
+    return dict(getattr(dataset_cls, "METAINFO", None) or {})
 
 
-def dataset_classes(dataset_cfg: dict) -> Optional[tuple]:
+def dataset_classes(dataset_cfg: dict) -> tuple | None:
     """The classes of a dataset config: its ``metainfo.classes``, else its class's METAINFO."""
     metainfo = dataset_cfg.get("metainfo") or {}
     classes = metainfo.get("classes") or dataset_class_metainfo(dataset_cfg).get("classes")
@@ -89,63 +65,26 @@ def heads(model_cfg: Any) -> Iterator[tuple[str, dict]]:
     """(name, head config) of every decode/auxiliary head, inside TTA wrappers too."""
     if not isinstance(model_cfg, dict):
         return
-    if isinstance(model_cfg.get("module"), dict):  # SegTTAModel(module=...)
-        yield from heads(model_cfg["module"])
+    yield from heads(model_cfg.get("module"))  # SegTTAModel(module=...)
     for key in ("decode_head", "auxiliary_head"):
         found = model_cfg.get(key)
-        if isinstance(found, dict):
-            found = [found]
-        for i, head in enumerate(found or []):
+        found = [found] if isinstance(found, dict) else found or []
+        for i, head in enumerate(found):
             if isinstance(head, dict) and "num_classes" in head:
-                name = key if len(found) == 1 else f"{key}[{i}]"
-                yield name, head
+                yield (key if len(found) == 1 else f"{key}[{i}]"), head
 
 
-def merge_cfg_options(
-    cfg: Config,
-    options: dict,
-    merge: Callable[..., None] = Config.merge_from_dict,
-    *merge_args: object,
-) -> None:
-    """``--cfg-options``: ``merge(cfg, options, *merge_args)``, where a ``data_root`` option
-    moves every dataset that used the config's ``data_root`` variable (:func:`_apply_data_root`).
-
-    Args:
-        cfg: The config, changed in place.
-        options: The parsed ``--cfg-options``.
-        merge: mmengine's ``Config.merge_from_dict`` (the original, when it is patched to call
-            this: :mod:`hamseg.compat.mmseg_tool_fixes`).
-        *merge_args: Further arguments of ``merge`` (``allow_list_keys``).
-
-    Raises:
-        UsageError: ``data_root`` given, but no dataset used the old value.
-    """
-    old_root = cfg.get("data_root")
-    merge(cfg, options, *merge_args)
-    if "data_root" in options:
-        _apply_data_root(cfg, old_root, options["data_root"])
-
-
-def _apply_data_root(cfg: Config, old: object, new: str) -> None:
-    """``--cfg-options data_root=PATH``: move every dataset that used the config's ``data_root``.
-
-    A config's top-level ``data_root`` is a variable: its value is copied into each dataset
-    when the file is read, so overriding the variable alone changes nothing. Here each dataset
-    whose ``data_root`` equals the variable's old value gets the new one, as the user meant.
-
-    Raises:
-        UsageError: No dataset used the old value (then the override could not mean anything).
-    """
-    moved = []
-    for split in SPLITS:
-        loader = cfg.get(f"{split}_dataloader")
-        for dataset in leaf_datasets(loader.get("dataset") if loader else None):
-            root = dataset.get("data_root")
-            if old is not None and root == old:
-                dataset["data_root"] = new
-                moved.append(split)
-            elif root == new:  # also set by a <split>_dataloader.dataset.data_root option
-                moved.append(split)
+def merge_cfg_options(cfg: Config, options: dict, merge: Callable = Config.merge_from_dict, *args):
+    """``--cfg-options``: ``merge(cfg, options, *args)``; ``data_root=PATH`` also moves every
+    dataset that had the variable's old value (copied into each when the file was read).
+    ``merge``: mmengine's, or the original when it is patched to call this."""
+    old = cfg.get("data_root")
+    merge(cfg, options, *args)
+    new, moved = options.get("data_root"), "data_root" not in options
+    for _, dataset in split_datasets(cfg, SPLITS) if not moved else ():
+        if old is not None and dataset.get("data_root") == old:
+            dataset["data_root"] = new
+        moved = moved or dataset.get("data_root") == new  # or a <split> option set it
     if not moved:
         raise UsageError(
             f"--cfg-options data_root={new}: no dataset of this config uses its data_root "

@@ -1,11 +1,9 @@
-"""The library's user-facing errors: bad input a user can fix, reported by the tools in one line
-(``hamseg.cli.run_cli``: exit code 2)."""
+"""The library's user-facing errors: bad input a user can fix, which the tools report in one
+line with exit code 2 (:func:`hamseg.cli.run_cli`)."""
 
 from __future__ import annotations
 
 import os.path as osp
-
-__all__ = ["UsageError", "require_file"]
 
 
 class UsageError(ValueError):
@@ -13,11 +11,7 @@ class UsageError(ValueError):
 
 
 def require_file(path: str, what: str) -> str:
-    """``path`` if it is a file.
-
-    Raises:
-        FileNotFoundError: ``"<what> not found: <path>"``.
-    """
+    """``path`` if it is a file, else ``FileNotFoundError("<what> not found: <path>")``."""
     if not osp.isfile(path):
         raise FileNotFoundError(f"{what} not found: {path}")
     return path

@@ -1,18 +1,14 @@
-"""Run per-file work over many files, in worker processes, with a progress bar.
-
-Shared by the dataset checks (:mod:`hamseg.datasets.checks`) and the dataset converters
-(:mod:`hamseg.datasets.converters`).
-"""
+"""Per-file work over many files, in worker processes, with a progress bar (dataset checks and
+converters)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from multiprocessing import get_all_start_methods, get_context
 from typing import TypeVar
 
 from tqdm import tqdm
-
-__all__ = ["map_with_progress"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -27,23 +23,18 @@ def map_with_progress(
     progress: bool = True,
     chunksize: int = 16,
 ) -> list[R]:
-    """``[work(item) for item in items]``, in ``workers`` processes when ``workers > 1`` (forked
-    where the platform can), in order, with a tqdm bar on stderr.
-
-    The bar is closed before an error of ``work`` propagates, so a tool's one-line error is the
-    last line the user sees, not followed by the bar's last state. ``work`` and the items must
-    pickle for ``workers > 1``; an error keeps its type if it is built from its message alone.
-    """
-    done: list[R] = []
+    """``[work(item) for item in items]`` in order, in ``workers`` processes if > 1 (forked where
+    the platform can; ``work`` and the items must pickle), with a tqdm bar on stderr that closes
+    before an error of ``work`` propagates (a tool's one-line error stays the last line)."""
     with tqdm(total=len(items), desc=desc, unit=unit, disable=not progress) as bar:
-        if workers > 1:
-            method = "fork" if "fork" in get_all_start_methods() else "spawn"
-            with get_context(method).Pool(workers) as pool:
-                for result in pool.imap(work, items, chunksize=chunksize):
-                    done.append(result)
-                    bar.update()
-        else:
-            for item in items:
-                done.append(work(item))
+        with contextlib.ExitStack() as stack:
+            results = map(work, items)
+            if workers > 1:
+                method = "fork" if "fork" in get_all_start_methods() else "spawn"
+                pool = stack.enter_context(get_context(method).Pool(workers))
+                results = pool.imap(work, items, chunksize=chunksize)
+            done = []
+            for result in results:
+                done.append(result)
                 bar.update()
-    return done
+            return done

@@ -13,8 +13,9 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from hamseg.cli import CLIError, build_config
+from hamseg.cli import CLIError, add_guard_hooks, build_config
 from hamseg.compat.package_lookup import PACKAGE_DIR
+from hamseg.engine import NonFiniteLossHook, PreemptionHook, RandomStateHook
 from hamseg.utils.errors import UsageError
 from tests.conftest import REPO, TINY_FCN
 
@@ -124,3 +125,22 @@ def test_train_tool_refuses_an_unknown_packaged_config_in_one_line(tmp_path):
         f"error: config file not found: hamseg::nope.py (no such file in {folder})"
     )
     assert "Traceback" not in result.stderr and result.stderr.count("error:") == 1
+
+
+def test_guards_are_added_unless_the_config_has_them():
+    cfg = Config(dict(custom_hooks=[dict(type="PreemptionHook", requeue=False)]))
+    added = add_guard_hooks(cfg)
+    assert added == ["mmseg.NonFiniteLossHook", "mmseg.RandomStateHook"]
+    assert cfg.custom_hooks[0] == dict(type="PreemptionHook", requeue=False)  # its options win
+    cfg = Config(dict(custom_hooks=[dict(type="mmseg.NonFiniteLossHook"), RandomStateHook()]))
+    assert add_guard_hooks(cfg) == ["mmseg.PreemptionHook"]
+    assert add_guard_hooks(cfg) == []  # idempotent
+    cfg = Config.fromfile(TINY_FCN)  # a plain mmseg config: no custom_imports, no custom_hooks
+    add_guard_hooks(cfg)
+    types = [hook["type"] for hook in cfg.custom_hooks]
+    assert types == ["mmseg.PreemptionHook", "mmseg.NonFiniteLossHook", "mmseg.RandomStateHook"]
+    checkpoint = cfg.default_hooks.checkpoint  # made atomic, its options kept
+    assert checkpoint == dict(type="mmseg.AtomicCheckpointHook", by_epoch=False, interval=5)
+    from mmengine.registry import HOOKS  # the root registry, whatever the default scope
+
+    assert [HOOKS.get(t) for t in types] == [PreemptionHook, NonFiniteLossHook, RandomStateHook]

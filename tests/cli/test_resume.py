@@ -38,7 +38,7 @@ def test_bare_resume_takes_the_latest_checkpoint_of_the_work_dir(tmp_path):
     (work / "iter_12.pth").write_bytes(b"PK\x03\x04 cut short")  # incomplete: skipped
     cfg = config(str(work), load_from=pretrained)
     assert apply_resume(cfg, "auto") == latest
-    assert cfg.resume is True and cfg.load_from is None  # mmengine's lookup finds it and logs
+    assert cfg.resume is True and cfg.load_from == latest  # never a partial file
     assert cfg.randomness.seed == 11  # the sampler replays the original run's order
 
 
@@ -65,3 +65,13 @@ def test_missing_checkpoints_are_one_line_errors(tmp_path):
     url = config(str(tmp_path), load_from="https://download.openmmlab.com/x.pth")
     assert apply_resume(url, None) is None  # remote files are mmengine's to fetch
     assert not osp.exists(tmp_path / "work")
+
+
+def test_a_config_that_resumes_by_itself_also_skips_partial_files(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    complete = checkpoint(work / "iter_4.pth", 4)
+    (work / "iter_8.pth").write_bytes(b"PK\x03\x04 cut short")
+    (work / "last_checkpoint").write_text(str(work / "iter_8.pth"))  # e.g. plain mmengine's
+    cfg = config(str(work), resume=True)
+    assert apply_resume(cfg, None) == complete and cfg.load_from == complete

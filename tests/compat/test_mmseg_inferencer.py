@@ -10,7 +10,6 @@ from types import SimpleNamespace
 import cv2
 import numpy as np
 import pytest
-from mmengine.infer import BaseInferencer
 from mmseg.apis import MMSegInferencer
 
 from hamseg.apis import inference_model, init_model
@@ -22,15 +21,6 @@ from tests.helpers import (
 )
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-def test_install_is_idempotent_and_wraps_only_mmsegs_two_methods():
-    pipeline, lookup = MMSegInferencer._init_pipeline, MMSegInferencer._load_model_from_metafile
-    assert mmseg_inferencer.install() is False  # import hamseg did it
-    assert MMSegInferencer._init_pipeline is pipeline
-    assert MMSegInferencer._load_model_from_metafile is lookup
-    assert lookup._hamseg_wraps is BaseInferencer._load_model_from_metafile  # mmengine's intact
-    assert not hasattr(pipeline._hamseg_wraps, "_hamseg_wraps")  # wrapped once
 
 
 def test_checked_loaders_get_mmsegs_names_and_nothing_else_changes():

@@ -12,28 +12,21 @@ import os
 import os.path as osp
 import signal
 import socket
-import subprocess
 import sys
 import time
 
-import mmengine.runner.runner as runner_module
 import pytest
 import torch
-from mmengine.config import Config
 from mmengine.hooks import Hook
 
 import tests.robust.fault_hooks  # noqa: F401  (registers SignalAtIterHook)
+from hamseg.compat.checkpoint import is_complete_checkpoint
 from hamseg.engine import (
     PREEMPTED_EXIT_CODE,
-    NonFiniteLossHook,
     PreemptionHook,
-    RandomStateHook,
     TrainingPreempted,
-    add_guard_hooks,
-    worker_signals,
 )
-from hamseg.engine.checkpoints import is_complete_checkpoint
-from hamseg.engine.preemption import _signum, ignore_signals_until_exit
+from hamseg.engine.preemption import _signum, ignore_signals_until_exit, protect_workers
 from tests.conftest import REPO, TINY_FCN
 from tests.helpers import one_thread  # noqa: F401  (fixture)
 from tests.robust.helpers import (
@@ -58,7 +51,7 @@ def own_signal_handlers():
     yield
     for signum, handler in before.items():
         signal.signal(signum, handler)
-    worker_signals.uninstall()
+    protect_workers(())
 
 
 class Events(Hook):
@@ -103,7 +96,6 @@ def test_signal_names_and_numbers():
 
 def test_signal_checkpoints_that_iteration_then_leaves_train_with_exit_code(tmp_path, tiny_data):
     before = signal.getsignal(signal.SIGUSR1)
-    init_fn = runner_module.default_worker_init_fn
     hooks = [dict(type="SignalAtIterHook", at=2), dict(type="PreemptionHook", requeue=False)]
     stop, events, work, runner = run_until_signal(
         tmp_path, tiny_data, hooks, {"train_cfg.val_interval": 2}
@@ -121,10 +113,10 @@ def test_signal_checkpoints_that_iteration_then_leaves_train_with_exit_code(tmp_
     # until the process exits, more signals are only recorded (e.g. torchrun's SIGTERM when the
     # other rank exits first); in-process callers put the handlers back themselves
     hook = next(h for h in runner.hooks if isinstance(h, PreemptionHook))
-    assert signal.getsignal(signal.SIGUSR1) == hook._handler
+    os.kill(os.getpid(), signal.SIGTERM)  # would end this test session without the handler
+    assert hook.received == [signal.SIGUSR1, signal.SIGTERM]
     hook.restore_signal_handlers()
     assert signal.getsignal(signal.SIGUSR1) == before
-    assert runner_module.default_worker_init_fn is init_fn
 
 
 def test_before_the_exit_only_the_hooks_signals_become_ignored():
@@ -234,23 +226,6 @@ def test_slurm_requeue_runs_once_with_the_job_id(
     assert logged == calls
 
 
-def test_guards_are_added_unless_the_config_has_them():
-    cfg = Config(dict(custom_hooks=[dict(type="PreemptionHook", requeue=False)]))
-    added = add_guard_hooks(cfg)
-    assert added == ["mmseg.NonFiniteLossHook", "mmseg.RandomStateHook"]
-    assert cfg.custom_hooks[0] == dict(type="PreemptionHook", requeue=False)  # its options win
-    cfg = Config(dict(custom_hooks=[dict(type="mmseg.NonFiniteLossHook"), RandomStateHook()]))
-    assert add_guard_hooks(cfg) == ["mmseg.PreemptionHook"]
-    assert add_guard_hooks(cfg) == []  # idempotent
-    cfg = Config.fromfile(TINY_FCN)  # a plain mmseg config: no custom_imports, no custom_hooks
-    add_guard_hooks(cfg)
-    types = [hook["type"] for hook in cfg.custom_hooks]
-    assert types == ["mmseg.PreemptionHook", "mmseg.NonFiniteLossHook", "mmseg.RandomStateHook"]
-    from mmengine.registry import HOOKS  # the root registry, whatever the default scope
-
-    assert [HOOKS.get(t) for t in types] == [PreemptionHook, NonFiniteLossHook, RandomStateHook]
-
-
 # ------------------------------------------------------------------------------------------
 # Real processes: tools/train.py, torchrun with 2 ranks, a 2-task slurm launch
 # ------------------------------------------------------------------------------------------
@@ -275,17 +250,6 @@ def train_args(config: str, work: str, data: str, *extra: str, max_iters: int = 
 def run_train(args: list[str], extra_env: dict | None = None, timeout: float = 600):
     proc, lines = start_tool(args, extra_env)
     return finish(proc, lines, timeout)
-
-
-def wait_for_file(path: str, proc: subprocess.Popen, timeout: float = 300) -> str:
-    """Poll until ``path`` exists (the signal hook's marker); its content."""
-    deadline = time.monotonic() + timeout
-    while not osp.exists(path):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError(f"{path} never appeared (exit code {proc.poll()})")
-        time.sleep(0.1)
-    return open(path).read()
 
 
 def assert_same_training_state(path: str, reference: str) -> None:
@@ -332,7 +296,8 @@ def test_sigusr1_stop_then_resume_ends_with_the_weights_of_an_uninterrupted_run(
 
     code, output = run_train(train_args(signalled, work, tiny_data, "--resume"))
     assert code == 0, output[-3000:]
-    assert f"Auto resumed from the latest checkpoint {work}/iter_3.pth" in output
+    assert f"Resuming from the latest complete checkpoint {work}/iter_3.pth" in output
+    assert "resumed epoch: 0, iter: 3" in output
     assert finish(*ref)[0] == 0
     assert_same_training_state(osp.join(work, "iter_8.pth"), osp.join(ref_work, "iter_8.pth"))
 
@@ -341,17 +306,16 @@ def test_sigusr1_stop_then_resume_ends_with_the_weights_of_an_uninterrupted_run(
 def test_sigterm_to_the_process_group_with_workers_then_resume_is_exact(tmp_path, tiny_data):
     """slurm signals every process of a step, DataLoader workers included; no seed configured:
     the resumed run takes the checkpoint's seed (the sampler's order depends on it)."""
-    marker = str(tmp_path / "at_5")
     config = write_config(
         tmp_path / "term.py",
         TINY_HAM,
         "randomness = dict(seed=None, deterministic=True)",
         "train_dataloader = dict(num_workers=1, persistent_workers=True)",
-        f"custom_hooks = [dict(type='SignalAtIterHook', at=5, mode='wait', marker={marker!r})]",
+        "custom_hooks = [dict(type='SignalAtIterHook', at=5, mode='wait')]",
     )
     work = str(tmp_path / "term")
     proc, lines = start_tool(train_args(config, work, tiny_data), new_session=True)
-    wait_for_file(marker, proc)
+    wait_for_line(lines, r"^SIGNAL ME \d+", proc)
     os.killpg(proc.pid, signal.SIGTERM)  # the main process and its DataLoader worker
     code, output = finish(proc, lines)
     assert code == PREEMPTED_EXIT_CODE, output[-3000:]
@@ -410,17 +374,16 @@ def torchrun(config: str, work: str, data: str, port: int):
 @pytest.mark.slow
 @pytest.mark.parametrize("target", ["rank1", "launcher"])
 def test_torchrun_a_signal_stops_both_ranks_after_the_same_iteration(tmp_path, tiny_data, target):
-    marker = str(tmp_path / "marker")
     waiting_rank = 1 if target == "rank1" else 0
     config = write_config(
         tmp_path / "ddp.py",
         TINY_FCN,
         "custom_hooks = [dict(type='RankStateDumpHook'), dict(type='SignalAtIterHook', at=3,"
-        f" mode='wait', sig='SIGTERM', rank={waiting_rank}, marker={marker!r})]",
+        f" mode='wait', sig='SIGTERM', rank={waiting_rank})]",
     )
     work = str(tmp_path / "work")
     proc, lines = torchrun(config, work, tiny_data, free_port())
-    pid = int(wait_for_file(marker, proc))
+    pid = int(wait_for_line(lines, r"SIGNAL ME (\d+)", proc).group(1))
     os.kill(pid if target == "rank1" else proc.pid, signal.SIGTERM)
     code, output = finish(proc, lines, timeout=300)  # no hang
     assert code == 1, output[-3000:]  # torchrun: failed workers, or its own SignalException

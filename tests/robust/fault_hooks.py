@@ -5,9 +5,9 @@ log) on rank ``rank``, before :class:`~hamseg.engine.preemption.PreemptionHook` 
 LOWEST) looks for signals, so the stop happens after iteration k exactly:
 
 * ``mode='self'``: ``os.kill(os.getpid(), sig)``, a real signal through the kernel;
-* ``mode='wait'``: write ``marker`` (this process's pid), then wait until the test has sent a
-  signal that the PreemptionHook recorded (the test sends it to this process, another rank or
-  the launcher).
+* ``mode='wait'``: print ``SIGNAL ME <pid>``, then wait until the test has sent a signal that
+  the PreemptionHook recorded (the test sends it to this process, another rank or the
+  launcher).
 
 ``PoisonLossHook(at=k, rank=r)`` replaces rank r's logged loss of iteration k by NaN before
 :class:`~hamseg.engine.divergence.NonFiniteLossHook` (priority 80) reads it: one rank's loss
@@ -40,12 +40,11 @@ class SignalAtIterHook(Hook):
         mode: str = "self",
         sig: str = "SIGUSR1",
         rank: int = 0,
-        marker: str = "",
         timeout: float = 120.0,
     ) -> None:
         self.at, self.mode, self.rank = at, mode, rank
         self.signum = int(signal.Signals[sig])
-        self.marker, self.timeout = marker, timeout
+        self.timeout = timeout
 
     def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
         if runner.iter + 1 != self.at or get_rank() != self.rank:
@@ -54,9 +53,7 @@ class SignalAtIterHook(Hook):
         if self.mode == "self":
             os.kill(os.getpid(), self.signum)
         else:
-            with open(self.marker + ".tmp", "w") as handle:
-                handle.write(str(os.getpid()))
-            os.replace(self.marker + ".tmp", self.marker)
+            print(f"SIGNAL ME {os.getpid()}", flush=True)
         deadline = time.monotonic() + self.timeout
         while not hook.received:  # the handler runs between two bytecodes of this loop
             if time.monotonic() > deadline:

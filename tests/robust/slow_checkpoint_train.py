@@ -1,42 +1,52 @@
-"""tools/train.py with slow checkpoint writes, so that a test can SIGKILL it mid-write.
+"""tools/train.py whose write of one file stops half-way, so that a test can SIGKILL it there.
 
-Every checkpoint whose temporary file name contains ``$HAMSEG_SLOW_SAVE`` is serialised in
-memory, then written in 20 chunks 0.25 s apart; ``WRITING <path>`` goes to stderr when the first
-chunk is on disk. Everything else is tools/train.py unchanged (same arguments).
+The file whose name contains ``$HAMSEG_SLOW_SAVE`` (opened for writing) gets its data in 20
+chunks, ``WROTE k/20 <path>`` on stderr after each; after chunk 10 the process waits to be
+killed. Everything else is tools/train.py unchanged (same arguments).
 """
 
-import io
+import builtins
 import os
 import os.path as osp
 import runpy
 import sys
-import time
+import threading
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, REPO)
-
-import torch  # noqa: E402
-
-_save = torch.save
-_match = os.environ.get("HAMSEG_SLOW_SAVE", "")
+_open, _match = builtins.open, os.environ.get("HAMSEG_SLOW_SAVE", "")
 
 
-def slow_save(obj, f, *args, **kwargs):
-    name = getattr(f, "name", "")
-    if not (_match and isinstance(name, str) and _match in name):
-        return _save(obj, f, *args, **kwargs)
-    buffer = io.BytesIO()
-    _save(obj, buffer, *args, **kwargs)
-    data = buffer.getvalue()
-    step = len(data) // 20 + 1
-    for start in range(0, len(data), step):
-        f.write(data[start : start + step])
-        f.flush()
-        if start == 0:
-            print(f"WRITING {name}", file=sys.stderr, flush=True)
-        time.sleep(0.25)
+class HalfWrite:
+    def __init__(self, handle, name: str) -> None:
+        self.handle, self.name = handle, name
+
+    def write(self, data: bytes) -> int:
+        step = len(data) // 20 + 1
+        for k, start in enumerate(range(0, len(data), step), 1):
+            self.handle.write(data[start : start + step])
+            self.handle.flush()
+            print(f"WROTE {k}/20 {self.name}", file=sys.stderr, flush=True)
+            if k == 10:
+                threading.Event().wait()  # until SIGKILL
+        return len(data)
+
+    def __getattr__(self, name: str):
+        return getattr(self.handle, name)
+
+    def __enter__(self) -> "HalfWrite":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.handle.close()
 
 
-torch.save = slow_save
+def half_open(file, mode="r", *args, **kwargs):
+    handle = _open(file, mode, *args, **kwargs)
+    name = os.fspath(file) if isinstance(file, (str, os.PathLike)) else ""
+    return HalfWrite(handle, name) if _match and "w" in mode and _match in name else handle
+
+
+builtins.open = half_open
 sys.argv = [osp.join(REPO, "tools", "train.py"), *sys.argv[1:]]
 runpy.run_path(sys.argv[0], run_name="__main__")

@@ -1,41 +1,80 @@
-"""Crash safety: checkpoints are written atomically and --resume never picks up a partial file.
+"""Crash safety: checkpoints and the ``last_checkpoint`` pointer are written atomically, and
+--resume never picks up a partial file.
 
-The slow tests SIGKILL real tools/train.py processes: once in the middle of a checkpoint write
-(made slow on purpose), and three times at random moments; every resume continues from the last
-complete checkpoint and the run finishes.
+A write that dies half-way (an exception in ``write``, as a kill would leave it) is injected at
+the ``open`` of the target file. The slow tests SIGKILL real tools/train.py processes: once in
+the middle of a checkpoint write, and three times at random moments.
 """
 
 from __future__ import annotations
 
+import builtins
 import os
 import os.path as osp
 import random
 import signal
 import time
 
-import mmengine.hooks.checkpoint_hook as hook_module
-import mmengine.runner as runner_pkg
-import mmengine.runner.checkpoint as ckpt_module
-import mmengine.runner.runner as runner_module
 import pytest
 import torch
+from mmengine.hooks import Hook
+from mmengine.runner import save_checkpoint
 
-from hamseg.engine.checkpoints import (
-    atomic_save_checkpoint,
-    find_latest_complete_checkpoint,
-    is_complete_checkpoint,
-)
+from hamseg.cli import add_guard_hooks
+from hamseg.compat.checkpoint import is_complete_checkpoint
+from hamseg.engine.checkpoints import ATOMIC_BACKEND, find_latest_complete_checkpoint
 from tests.conftest import REPO
 from tests.robust.helpers import (
     TINY_HAM,
     TRAIN,
+    build_runner,
     data_options,
     run_tool,
     start_tool,
+    tiny_cfg,
     wait_for_line,
 )
 
 SLOW_TRAIN = osp.join(REPO, "tests", "robust", "slow_checkpoint_train.py")
+
+
+class Killed(BaseException):
+    """A kill arriving in the middle of a write."""
+
+
+@pytest.fixture
+def die_writing(monkeypatch):
+    """``die_writing(part)``: the next writes of a file whose path contains ``part`` stop after
+    half of the data with :class:`Killed`."""
+    real_open = builtins.open
+
+    class HalfWriter:
+        def __init__(self, handle) -> None:
+            self.handle = handle
+
+        def write(self, data):
+            self.handle.write(data[: len(data) // 2])
+            self.handle.flush()
+            raise Killed
+
+        def __getattr__(self, name):
+            return getattr(self.handle, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc) -> None:
+            self.handle.close()
+
+    def arm(part: str) -> None:
+        def dying_open(file, mode="r", *args, **kwargs):
+            handle = real_open(file, mode, *args, **kwargs)
+            hit = "w" in mode and isinstance(file, str) and part in file
+            return HalfWriter(handle) if hit else handle
+
+        monkeypatch.setattr(builtins, "open", dying_open)
+
+    return arm
 
 
 def _ckpt(path, step: int) -> None:
@@ -44,54 +83,52 @@ def _ckpt(path, step: int) -> None:
     )
 
 
-def _truncate(path) -> None:
-    data = open(path, "rb").read()
-    with open(path, "wb") as handle:
-        handle.write(data[: len(data) // 2])
-
-
-def test_every_mmengine_binding_uses_the_atomic_writer():
-    for module in (ckpt_module, runner_pkg, runner_module):
-        assert module.save_checkpoint is atomic_save_checkpoint
-        assert module.find_latest_checkpoint is find_latest_complete_checkpoint
-
-
-def test_interrupted_save_leaves_the_previous_file_and_no_temp(tmp_path, monkeypatch):
-    target = tmp_path / "iter_5.pth"
-    atomic_save_checkpoint(dict(state_dict=dict(w=torch.ones(3))), str(target))
-    assert is_complete_checkpoint(str(target)) and os.listdir(tmp_path) == ["iter_5.pth"]
-
-    def dies_halfway(obj, handle):
-        handle.write(b"PK\x03\x04 half a checkpoint")
-        raise KeyboardInterrupt  # a signal arriving mid-write
-
-    monkeypatch.setattr(torch, "save", dies_halfway)
-    with pytest.raises(KeyboardInterrupt):
-        atomic_save_checkpoint(dict(state_dict=dict(w=torch.zeros(3))), str(target))
-    monkeypatch.undo()
-    assert os.listdir(tmp_path) == ["iter_5.pth"]  # temp removed, final untouched
+@pytest.mark.parametrize("backend", [None, ATOMIC_BACKEND])
+def test_a_write_killed_half_way_keeps_the_previous_file(tmp_path, die_writing, backend):
+    target = str(tmp_path / "iter_5.pth")
+    save_checkpoint(dict(state_dict=dict(w=torch.ones(3))), target)
+    die_writing("iter_5.pth")
+    with pytest.raises(Killed):
+        backend_args = dict(backend=backend) if backend else None
+        save_checkpoint(dict(state_dict=dict(w=torch.zeros(3))), target, backend_args=backend_args)
+    if backend is None:  # mmengine's local backend: a truncated file under the real name
+        assert not is_complete_checkpoint(target)
+        return
+    assert os.listdir(tmp_path) == ["iter_5.pth"]  # temporary file removed
     assert torch.load(target)["state_dict"]["w"].tolist() == [1.0, 1.0, 1.0]
 
 
-def test_pointer_file_is_replaced_atomically(tmp_path):
-    pointer = tmp_path / "last_checkpoint"
-    with hook_module.open(str(pointer), "w") as handle:  # what CheckpointHook calls
-        handle.write("/runs/iter_5.pth")
-    assert pointer.read_text() == "/runs/iter_5.pth"
-    with pytest.raises(RuntimeError):
-        with hook_module.open(str(pointer), "w") as handle:
-            handle.write("/runs/iter_1")
-            raise RuntimeError("killed while writing")
-    assert pointer.read_text() == "/runs/iter_5.pth"
-    assert sorted(os.listdir(tmp_path)) == ["last_checkpoint"]
-    handle = hook_module.open(str(pointer), "w")  # without a with-block: lands on close()
-    handle.write("/runs/iter_6.pth")
-    assert pointer.read_text() == "/runs/iter_5.pth"
-    handle.close()
-    assert pointer.read_text() == "/runs/iter_6.pth"
-    other = tmp_path / "notes.txt"
-    with hook_module.open(str(other), "w") as handle:  # any other file: the builtin open
-        assert type(handle).__name__ == "TextIOWrapper"
+class ArmAfterFirstIteration(Hook):
+    priority = "LOWEST"
+
+    def __init__(self, arm) -> None:
+        self.arm = arm
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
+        if runner.iter == 0:
+            self.arm()
+
+
+@pytest.mark.parametrize("dies", ["iter_2.pth", "last_checkpoint"])
+def test_train_tools_checkpoint_hook_writes_atomically(tmp_path, tiny_data, die_writing, dies):
+    work = str(tmp_path / "work")
+    options = {"train_cfg.max_iters": 3, "default_hooks.checkpoint.interval": 1}
+    cfg = tiny_cfg(tiny_data, work, {**options, "default_hooks.checkpoint.max_keep_ckpts": 2})
+    assert "mmseg.AtomicCheckpointHook" in add_guard_hooks(cfg)  # what tools/train.py does
+    assert cfg.default_hooks.checkpoint.max_keep_ckpts == 2  # the config's options are kept
+    cfg.custom_hooks = []  # no signal handlers left behind by a run that never finishes
+    runner = build_runner(cfg)
+    runner.register_hook(ArmAfterFirstIteration(lambda: die_writing(dies)))
+    with pytest.raises(Killed):
+        runner.train()
+    names = sorted(os.listdir(work))
+    first = osp.join(work, "iter_1.pth")
+    assert is_complete_checkpoint(first) and not [n for n in names if n.endswith(".tmp")]
+    pointer = open(osp.join(work, "last_checkpoint")).read()
+    if dies == "iter_2.pth":
+        assert "iter_2.pth" not in names and pointer == first
+    else:  # the checkpoint is complete; the pointer still names the previous one
+        assert is_complete_checkpoint(osp.join(work, "iter_2.pth")) and pointer == first
 
 
 def test_resume_lookup_skips_incomplete_and_stale(tmp_path):
@@ -103,7 +140,8 @@ def test_resume_lookup_skips_incomplete_and_stale(tmp_path):
     pointer.write_text(str(tmp_path / "iter_15.pth"))
     assert find_latest_complete_checkpoint(work) == str(tmp_path / "iter_15.pth")
 
-    _truncate(tmp_path / "iter_15.pth")  # e.g. written by plain mmengine, then killed
+    data = (tmp_path / "iter_15.pth").read_bytes()  # e.g. written by plain mmengine, then killed
+    (tmp_path / "iter_15.pth").write_bytes(data[: len(data) // 2])
     assert not is_complete_checkpoint(str(tmp_path / "iter_15.pth"))
     assert find_latest_complete_checkpoint(work) == str(tmp_path / "iter_10.pth")
     pointer.write_text("")  # pointer emptied by a kill
@@ -124,13 +162,16 @@ def _train_args(work: str, root: str, max_iters: int, *extra: str) -> list[str]:
     return ["--work-dir", work, "--cfg-options", *options]
 
 
+def _resumed_from(output: str, path: str) -> bool:
+    return f"Resuming from the latest complete checkpoint {path}" in output
+
+
 @pytest.mark.slow
 def test_sigkill_during_checkpoint_write_resumes_from_last_complete(tmp_path, tiny_data):
     work = str(tmp_path / "work")
     args = [SLOW_TRAIN, TINY_HAM, *_train_args(work, tiny_data, 15)]
     proc, lines = start_tool(args, {"HAMSEG_SLOW_SAVE": ".iter_10.pth.tmp"})
-    wait_for_line(lines, "WRITING", proc)
-    time.sleep(1.0)  # a few chunks of iter_10 are on disk
+    wait_for_line(lines, r"WROTE 10/20 .*\.iter_10\.pth\.tmp", proc)  # half of it on disk
     proc.send_signal(signal.SIGKILL)
     assert proc.wait(timeout=60) == -signal.SIGKILL
 
@@ -142,11 +183,9 @@ def test_sigkill_during_checkpoint_write_resumes_from_last_complete(tmp_path, ti
 
     result = run_tool([TRAIN, TINY_HAM, *_train_args(work, tiny_data, 15), "--resume"])
     assert result.returncode == 0, result.stderr[-3000:]
-    assert f"Auto resumed from the latest checkpoint {osp.join(work, 'iter_5.pth')}" in (
-        result.stdout + result.stderr
-    )
-    final = torch.load(osp.join(work, "iter_15.pth"))
-    assert final["meta"]["iter"] == 15
+    output = result.stdout + result.stderr
+    assert _resumed_from(output, osp.join(work, "iter_5.pth")) and "iter: 5" in output
+    assert torch.load(osp.join(work, "iter_15.pth"))["meta"]["iter"] == 15
     assert not osp.exists(temp)
 
 
@@ -164,7 +203,7 @@ def test_random_sigkills_then_resume_finish_the_run(tmp_path, tiny_data):
         proc, lines = start_tool([*train, "--resume"], {})
         target = reached + rng.randint(2, 8)
         wait_for_line(lines, rf"Iter\(train\) \[\s*{target}/{max_iters}\]", proc)
-        time.sleep(rng.uniform(0.0, 0.15))  # somewhere inside the next iteration or save
+        time.sleep(rng.uniform(0.0, 0.15))  # the kill's random moment: inside a save, or not
         proc.send_signal(signal.SIGKILL)
         assert proc.wait(timeout=60) == -signal.SIGKILL
         names = [n for n in os.listdir(work) if n.endswith(".pth")]
@@ -179,8 +218,7 @@ def test_random_sigkills_then_resume_finish_the_run(tmp_path, tiny_data):
 
     result = run_tool([*train, "--resume"])
     assert result.returncode == 0, result.stderr[-3000:]
-    assert f"Auto resumed from the latest checkpoint {osp.join(work, f'iter_{reached}.pth')}" in (
-        result.stdout + result.stderr
-    )
+    output = result.stdout + result.stderr
+    assert _resumed_from(output, osp.join(work, f"iter_{reached}.pth"))
     assert torch.load(osp.join(work, f"iter_{max_iters}.pth"))["meta"]["iter"] == max_iters
     assert resumed_from == sorted(resumed_from)  # progress is never lost

@@ -13,7 +13,7 @@ import mmengine.runner.runner as runner_module
 import pytest
 from torch.utils.data import DataLoader, Dataset
 
-from hamseg.engine import worker_signals
+from hamseg.engine.preemption import protect_workers
 
 
 class Pids(Dataset):
@@ -26,43 +26,46 @@ class Pids(Dataset):
         return os.getpid()
 
 
-def alive(pid: int) -> bool:
+def status(pid: int) -> dict[str, str]:
+    """/proc/<pid>/status as a dict ({} once the process is gone)."""
     try:
-        with open(f"/proc/{pid}/status") as status:
-            return "zombie" not in status.read()
+        with open(f"/proc/{pid}/status") as lines:
+            return dict(line.rstrip("\n").split(":\t", 1) for line in lines if ":\t" in line)
     except FileNotFoundError:
-        return False
+        return {}
+
+
+def wait_until(condition, timeout: float = 20) -> bool:
+    """Poll ``condition`` (reads of /proc) until it holds; whether it did within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def alive(pid: int) -> bool:
+    return "zombie" not in status(pid).get("State", "zombie")
 
 
 @pytest.fixture
-def installed():
-    worker_signals.install([signal.SIGTERM, signal.SIGUSR1])
-    yield runner_module.default_worker_init_fn
-    worker_signals.uninstall()
+def protected():
+    protect_workers([signal.SIGTERM, signal.SIGUSR1])
+    yield runner_module.default_worker_init_fn  # what mmengine's build_dataloader uses
+    protect_workers(())
 
 
-def test_workers_drop_foreign_signals_and_obey_their_parent(installed):
-    # the worker_init_fn mmengine's Runner.build_dataloader makes from the module attribute
-    init_fn = functools.partial(installed, num_workers=1, rank=0, seed=0)
+def test_workers_drop_foreign_signals_and_obey_their_parent(protected):
+    init_fn = functools.partial(protected, num_workers=1, rank=0, seed=0)  # as mmengine does
     loader = DataLoader(Pids(), batch_size=1, num_workers=1, worker_init_fn=init_fn)
     batches = iter(loader)
-    worker = int(next(batches))
-    time.sleep(0.5)  # the watcher thread is running
+    worker = int(next(batches))  # worker_init_fn has run: the signals are blocked
     for name in ("USR1", "TERM"):  # sent by another process, as slurm does
         subprocess.run(["kill", f"-{name}", str(worker)], check=True)
-    time.sleep(0.5)
+    # the watcher thread takes both signals (none pending any more) and drops them
+    assert wait_until(lambda: int(status(worker).get("ShdPnd", "1"), 16) == 0)
     assert alive(worker) and int(next(batches)) == worker  # still loading
     os.kill(worker, signal.SIGTERM)  # from the parent: the shutdown path
-    deadline = time.monotonic() + 20
-    while alive(worker) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not alive(worker)
+    assert wait_until(lambda: not alive(worker))
     del batches
-
-
-def test_uninstall_restores_mmengines_function(installed):
-    from mmengine.dataset import worker_init_fn
-
-    assert installed is not worker_init_fn and installed.keywords["init"] is worker_init_fn
-    worker_signals.uninstall()
-    assert runner_module.default_worker_init_fn is worker_init_fn

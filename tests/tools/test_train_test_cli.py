@@ -261,9 +261,9 @@ def test_bare_resume_with_a_load_from_config_trains_then_continues(tmp_path, tin
 
     second = run([*cmd, *data_options(tiny_data), "train_cfg.max_iters=7"])
     assert second.returncode == 0, second.stderr[-3000:]
-    assert f"Auto resumed from the latest checkpoint {osp.join(work, 'iter_4.pth')}" in (
-        second.stdout + second.stderr
-    )
+    output = second.stdout + second.stderr
+    assert f"Resuming from the latest complete checkpoint {osp.join(work, 'iter_4.pth')}" in output
+    assert "resumed epoch: 0, iter: 4" in output
     assert load(osp.join(work, "rank0.pth"))["iter"] == 7
     assert load(osp.join(work, "iter_7.pth"))["meta"]["iter"] == 7
 

@@ -1,0 +1,178 @@
+"""What the tools share: the config with its overrides and launcher, ``--amp``, the guard hooks, and
+:func:`run_cli`, the one place where a library error becomes one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import os.path as osp
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from mmengine.config import Config
+from mmengine.dist import is_main_process
+from mmengine.hooks import CheckpointHook
+from mmengine.logging import print_log
+from mmseg.registry import HOOKS
+
+from hamseg.compat.checkpoint import CorruptCheckpointError, UnsafeCheckpointError
+from hamseg.compat.package_lookup import config_file
+from hamseg.datasets.checks import ClassCountError
+from hamseg.datasets.loading import InvalidSampleError
+from hamseg.engine import TrainingStopped, setup_cpu_distributed
+from hamseg.engine.preemption import ignore_signals_until_exit
+from hamseg.engine.stop import leave_process_group
+from hamseg.utils.config import merge_cfg_options
+from hamseg.utils.errors import UsageError
+from hamseg.utils.messages import one_line
+
+#: The guards tools/train.py adds to every training config (hamseg.engine), in this order.
+GUARD_HOOKS = ("PreemptionHook", "NonFiniteLossHook", "RandomStateHook")
+#: ``--launcher`` choices, as in mmseg's tools.
+LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
+#: What OpenMPI's mpirun sets in every process; mmengine's mpi launcher reads them.
+_OMPI = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK")
+
+
+class CLIError(UsageError):
+    """A bad command line: printed as one line, exit code 2, no traceback."""
+
+
+def _mpi_env() -> None:
+    """Check that OpenMPI's mpirun started this process; give torch its rendezvous variables."""
+    missing = [name for name in (*_OMPI, "MASTER_ADDR") if name not in os.environ]
+    if missing:
+        raise CLIError(
+            f"--launcher mpi: {', '.join(missing)} not set. Start the processes with OpenMPI's "
+            "mpirun (install OpenMPI, e.g. apt install openmpi-bin): mpirun -np N -x "
+            "MASTER_ADDR=HOST [-x MASTER_PORT=PORT] python tools/train.py CONFIG --launcher mpi"
+        )
+    for name, value in zip(("RANK", "WORLD_SIZE", "LOCAL_RANK"), _OMPI):
+        os.environ.setdefault(name, os.environ[value])
+    os.environ.setdefault("MASTER_PORT", "29500")
+
+
+def build_config(
+    config: str,
+    cfg_options: dict | None = None,
+    work_dir: str | None = None,
+    launcher: str = "none",
+    local_rank: int = 0,
+) -> Config:
+    """Load a config as mmseg's tools do and prepare the launcher.
+
+    Args:
+        config: A config file or a packaged name (``hamseg::demo/x.py``, ``mmseg::fcn/x.py``).
+        cfg_options: ``--cfg-options`` overrides (``data_root=PATH`` moves every dataset).
+        work_dir: ``--work-dir``; default ``./work_dirs/<config name>``.
+        launcher: One of :data:`LAUNCHERS`. On CPU machines a gloo group is set up here.
+        local_rank: ``--local-rank``: becomes ``LOCAL_RANK`` unless the launcher set it, as in
+            mmseg (``torch.distributed.launch`` without ``--use-env`` passes only the argument).
+
+    Raises:
+        FileNotFoundError: No such config. CLIError: ``--launcher mpi`` outside mpirun.
+    """
+    path = config_file(config)
+    cfg = Config.fromfile(path)
+    cfg.launcher = launcher
+    if cfg_options:
+        merge_cfg_options(cfg, cfg_options)
+    if work_dir is not None:
+        cfg.work_dir = work_dir
+    elif cfg.get("work_dir") is None:
+        cfg.work_dir = osp.join("./work_dirs", osp.splitext(osp.basename(path))[0])
+    if launcher == "mpi":
+        _mpi_env()
+    os.environ.setdefault("LOCAL_RANK", str(local_rank))
+    setup_cpu_distributed(cfg, launcher)
+    return cfg
+
+
+def _hook_class(entry: Any) -> Any:
+    """The class a hook entry (dict, class or hook object) builds, if known."""
+    kind = entry.get("type") if isinstance(entry, dict) else entry
+    return (
+        HOOKS.get(kind) if isinstance(kind, str) else kind if isinstance(kind, type) else type(kind)
+    )
+
+
+def add_guard_hooks(cfg: Config) -> list[str]:
+    """What ``tools/train.py`` gives every config: the guards it lacks (its own entry of one,
+    under any registered name, wins with its options) and an ``AtomicCheckpointHook`` in place of
+    its ``CheckpointHook``, options kept. The scoped type names added or swapped in."""
+    hooks = list(cfg.get("custom_hooks") or [])
+    present = [cls for cls in map(_hook_class, hooks) if isinstance(cls, type)]
+    added = [
+        f"mmseg.{g}" for g in GUARD_HOOKS if not any(issubclass(c, HOOKS.get(g)) for c in present)
+    ]
+    cfg.custom_hooks = hooks + [dict(type=name) for name in added]
+    checkpoint = (cfg.get("default_hooks") or {}).get("checkpoint")
+    if isinstance(checkpoint, dict) and _hook_class(checkpoint) is CheckpointHook:
+        checkpoint["type"] = "mmseg.AtomicCheckpointHook"
+        added.append(checkpoint["type"])
+    return added
+
+
+def enable_amp(cfg: Config) -> None:
+    """mmseg's ``--amp``: fp16 ``AmpOptimWrapper`` with dynamic loss scaling on a GPU, bfloat16
+    ``CPUAmpOptimWrapper`` without one."""
+    wrapper = cfg.optim_wrapper
+    if wrapper.get("type", "OptimWrapper") in ("AmpOptimWrapper", "CPUAmpOptimWrapper"):
+        print_log("AMP training is already enabled in your config.", "current", logging.WARNING)
+        return
+    if wrapper.get("type", "OptimWrapper") != "OptimWrapper":
+        raise CLIError(f"--amp needs optim_wrapper type OptimWrapper, got {wrapper.type}")
+    if torch.cuda.is_available():
+        wrapper.update(type="AmpOptimWrapper", loss_scale="dynamic")
+    else:
+        wrapper.update(type="CPUAmpOptimWrapper", dtype="bfloat16")
+
+
+#: How torch re-raises an error of a DataLoader worker: its message wraps the worker's traceback.
+_WORKER = re.compile(r"^Caught \w+ in DataLoader worker process \d+\.\s*Original Traceback", re.S)
+
+
+def user_message(err: BaseException) -> str:
+    """The error's message on one line; for an error re-raised from a DataLoader worker, the
+    original error's own message instead of torch's wrapper with the worker's traceback."""
+    text = str(err)
+    if _WORKER.match(text):
+        name = re.escape(type(err).__name__)
+        heads = list(re.finditer(rf"\n(?:[\w.]+\.)?{name}: ", text))
+        if heads:  # the traceback ends with the original "module.Type: message"
+            text = text[heads[-1].end() :]
+    return one_line(text)
+
+
+def run_cli(main: Callable[[], None]) -> None:
+    """Run ``main``; a user-facing error becomes one line on stderr and exit code 2.
+
+    User-facing: a bad option (:class:`~hamseg.utils.errors.UsageError`, :class:`CLIError`), a
+    missing file or dataset, an invalid sample, a class count that differs from the dataset's,
+    an unsafe or corrupt checkpoint, also when raised in a DataLoader worker. A run stopped on
+    purpose (:class:`~hamseg.engine.stop.TrainingStopped`: signal 75, divergence 65) is one
+    line from the main rank and its exit code, with the hook's signals ignored until the exit.
+    Anything else keeps its traceback. A distributed run leaves its process group first.
+    """
+    user_errors = (UsageError, FileNotFoundError, InvalidSampleError, ClassCountError)
+    user_errors += (UnsafeCheckpointError, CorruptCheckpointError)
+    exit_code = None
+    try:
+        main()
+    except TrainingStopped as stop:
+        ignore_signals_until_exit()  # a signal during the seconds of exit keeps the exit code
+        if is_main_process():
+            print(f"{stop.label}{one_line(stop)}", file=sys.stderr)
+        exit_code = stop.exit_code
+    except user_errors as err:
+        print(f"error: {user_message(err)}", file=sys.stderr)
+        sys.exit(2)
+    # Out of the except block nothing holds the run's frames (runner, DDP model) any more: the
+    # process group and its threads can go now, while the interpreter is whole.
+    leave_process_group()
+    if exit_code is not None:
+        sys.exit(exit_code)
