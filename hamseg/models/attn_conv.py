@@ -72,12 +72,13 @@ class AttnConv(nn.Module):
             raise ValueError("AttnConv needs content heads (num_heads > 0) or index_heads=True")
         c, k = in_channels, num_heads
         self.in_channels, self.num_heads, self.window, self.scale = c, k, window, key_dim**-0.5
-        self.lambda_key = nn.Parameter(torch.empty(k, c, key_dim))  # Lambda_k^key, (K, C, D)
-        self.lambda_query = nn.Parameter(torch.empty(k, c, key_dim))  # Lambda_k^query, (K, C, D)
-        self.theta_value = nn.Parameter(torch.empty(k, c, value_dim))  # Theta_k^value, (K, C, D_v)
-        self.theta_out = nn.Parameter(torch.empty(k, c, value_dim))  # Theta_k^O, (K, C, D_v)
-        self.mu = nn.Parameter(torch.zeros(k, c, 1)) if with_mu else None  # mu_k, (K, C, 1)
-        self.nu = nn.Parameter(torch.zeros(k, c, 1)) if with_nu else None  # nu_k, (K, C, 1)
+        # Stacks over the heads, [W_1 ... W_K] as (C, K, E), as the paper's Theta^O (Sec. 3.3)
+        self.lambda_key = nn.Parameter(torch.empty(c, k, key_dim))  # Lambda_k^key, (C, D) each
+        self.lambda_query = nn.Parameter(torch.empty(c, k, key_dim))  # Lambda_k^query, (C, D)
+        self.theta_value = nn.Parameter(torch.empty(c, k, value_dim))  # Theta_k^value, (C, D_v)
+        self.theta_out = nn.Parameter(torch.empty(c, k, value_dim))  # Theta_k^O, (C, D_v)
+        self.mu = nn.Parameter(torch.zeros(c, k, 1)) if with_mu else None  # mu_k, (C, 1)
+        self.nu = nn.Parameter(torch.zeros(c, k, 1)) if with_nu else None  # nu_k, (C, 1)
         self.xi = nn.Parameter(torch.zeros(k, 1, 1)) if with_xi else None  # xi_k, (K, 1, 1)
         # Theta_d, (3, 3, C, C) indexed [d_row + 1, d_col + 1, p, q]
         self.theta_index = nn.Parameter(torch.empty(3, 3, c, c)) if index_heads else None
@@ -85,7 +86,7 @@ class AttnConv(nn.Module):
 
     def reset_parameters(self) -> None:
         """Every factor N(0, 1 / fan_in): fan_in C, K D_v for Theta^O, 9 C for Theta_d."""
-        k, c, dv = self.theta_out.shape
+        c, k, dv = self.theta_out.shape
         with torch.no_grad():
             for p in (self.lambda_key, self.lambda_query, self.theta_value):
                 p.normal_(0.0, c**-0.5)
@@ -94,7 +95,7 @@ class AttnConv(nn.Module):
                 self.theta_index.normal_(0.0, (9 * c) ** -0.5)
 
     def extra_repr(self) -> str:
-        k, c, d = self.lambda_key.shape
+        c, k, d = self.lambda_key.shape
         return f"C={c}, K={k}, D={d}, D_v={self.theta_value.shape[2]}, window={self.window}"
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -109,23 +110,26 @@ class AttnConv(nn.Module):
             y, (B, C, H, W).
         """
         b, c, h, w = x.shape
-        y = 0
-        if self.theta_index is not None:
-            # Def. 1: y_s = sum_d x_{s-d} Theta_d, a cross-correlation reading tap 1 - d, so the
-            # (C_out, C_in, 3, 3) kernel is W[q, p, 1 - d] = Theta_d[p, q]
-            y = F.conv2d(x, self.theta_index.flip(0, 1).permute(3, 2, 0, 1), padding=1)
+        theta = self.theta_index
+        # Def. 1: y_s = sum_d x_{s-d} Theta_d, a cross-correlation reading tap 1 - d, so the
+        # (C_out, C_in, 3, 3) kernel is W[q, p, 1 - d] = Theta_d[p, q]
+        y = 0 if theta is None else F.conv2d(x, theta.flip(0, 1).permute(3, 2, 0, 1), padding=1)
         if self.num_heads == 0:
             return y
-        nodes = x.flatten(2).transpose(1, 2).unsqueeze(1)  # x, (B, 1, N, C)
-        keys = nodes @ self.lambda_key  # (B, 1, N, C) @ (K, C, D) -> (B, K, N, D)
-        queries = nodes @ self.lambda_query  # (B, 1, N, C) @ (K, C, D) -> (B, K, N, D)
-        values = nodes @ self.theta_value  # (B, 1, N, C) @ (K, C, D_v) -> (B, K, N, D_v)
-        # A_k^T (rows n, columns m): (B, K, N, D) @ (B, K, D, N) -> (B, K, N, N)
-        scores = queries @ keys.transpose(-1, -2) * self.scale
-        if self.mu is not None:  # (x mu_k) 1^T, a score per m, as a row (B, K, 1, N) of A_k^T
-            scores = scores + (nodes @ self.mu).transpose(-1, -2)  # (B,1,N,C)@(K,C,1)->(B,K,N,1)
-        if self.nu is not None:  # 1 (x nu_k)^T, a score per n, constant along m: (B, K, N, 1)
-            scores = scores + nodes @ self.nu  # (B, 1, N, C) @ (K, C, 1) -> (B, K, N, 1)
+        nodes = x.flatten(2).transpose(1, 2)  # x, (B, N, C)
+
+        def per_head(stack: Tensor) -> Tensor:  # x W_k for every k, (B, K, N, E)
+            # (B, N, C) @ (C, K E) -> (B, N, K E), then split into heads
+            return (nodes @ stack.flatten(1)).unflatten(-1, stack.shape[1:]).transpose(1, 2)
+
+        # x Lambda_k^query / sqrt(D), x Lambda_k^key, x Theta_k^value: (B, K, N, D or D_v)
+        queries = per_head(self.lambda_query) * self.scale
+        keys, values = per_head(self.lambda_key), per_head(self.theta_value)
+        scores = queries @ keys.transpose(-1, -2)  # A_k^T [n, m]: (B,K,N,D) @ (B,K,D,N)->(B,K,N,N)
+        if self.mu is not None:  # (x mu_k) 1^T: a score per m, a row (B, K, 1, N) of A_k^T
+            scores = scores + per_head(self.mu).transpose(-1, -2)
+        if self.nu is not None:  # 1 (x nu_k)^T: a score per n, constant along m, (B, K, N, 1)
+            scores = scores + per_head(self.nu)
         if self.xi is not None:
             scores = scores + self.xi
         if self.window is not None:
@@ -133,10 +137,7 @@ class AttnConv(nn.Module):
         if mask is not None:
             scores = scores + mask.to(scores.dtype).T  # H^T, (N, N) [n, m]
         attn = scores.softmax(dim=-1)  # A_k^T: column-wise softmax of A_k, over m for each n
-        # h_k = A_k^T x Theta_k^value: (B, K, N, N) @ (B, K, N, D_v) -> (B, K, N, D_v)
-        heads = attn @ values
-        k, _, dv = self.theta_out.shape
-        theta_out = self.theta_out.transpose(1, 2).reshape(k * dv, c)  # Theta^O^T, (K D_v, C)
-        # sum_k h_k Theta_k^O^T: (B, N, K D_v) @ (K D_v, C) -> (B, N, C)
-        out = heads.transpose(1, 2).reshape(b, h * w, k * dv) @ theta_out
+        heads = attn @ values  # h_k = A_k^T x Theta_k^value: (B,K,N,N) @ (B,K,N,D_v)->(B,K,N,D_v)
+        # sum_k h_k Theta_k^O^T = [h_1 ... h_K] Theta^O^T: (B, N, K D_v) @ (K D_v, C) -> (B, N, C)
+        out = heads.transpose(1, 2).flatten(2) @ self.theta_out.flatten(1).T
         return y + out.transpose(1, 2).reshape(b, c, h, w)

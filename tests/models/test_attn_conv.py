@@ -50,11 +50,11 @@ def sdpa_reference(module, x, attn_mask=None):
     Eq. 9-10: query X Lambda_k^query, key X Lambda_k^key, value X Theta_k^value, output
     [h_1 ... h_K] Theta^O^T (Theta^O = [Theta_1^O ... Theta_K^O], (C, K D_v))."""
     X = nodes(x)  # (B, N, C)
-    q = torch.einsum("bnc,kcd->bknd", X, module.lambda_query)
-    k = torch.einsum("bnc,kcd->bknd", X, module.lambda_key)
-    v = torch.einsum("bnc,kcd->bknd", X, module.theta_value)
+    q = torch.einsum("bnc,ckd->bknd", X, module.lambda_query)
+    k = torch.einsum("bnc,ckd->bknd", X, module.lambda_key)
+    v = torch.einsum("bnc,ckd->bknd", X, module.theta_value)
     heads = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)  # scale 1/sqrt(D)
-    theta_o = torch.cat(list(module.theta_out), dim=1)  # (C, K D_v)
+    theta_o = module.theta_out.flatten(1)  # (C, K D_v)
     return as_map(heads.transpose(1, 2).flatten(2) @ theta_o.T)
 
 
