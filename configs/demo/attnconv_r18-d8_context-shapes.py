@@ -1,0 +1,24 @@
+# Attention as content-based convolution (Andreoli, Eq. 7-10, Def. 1): 8 bi-affine heads (D = 16)
+# over all positions plus the 9 shift heads of a 3x3 grid, summed, in HamHead's layout.
+_base_ = ["./_base_/r18-d8_context-shapes.py"]
+demo_name = "AttnConv"
+model = dict(
+    decode_head=dict(
+        type="AttnConvHead",
+        in_channels=128,
+        in_index=3,
+        attn_channels=128,
+        channels=128,
+        num_heads=8,
+        key_dim=16,
+        value_dim=16,
+        with_mu=True,
+        window=None,
+        index_heads=True,
+        dropout_ratio=0.1,
+        num_classes={{_base_.num_classes}},
+        norm_cfg={{_base_.norm_cfg}},
+        align_corners=False,
+        loss_decode=dict(type="CrossEntropyLoss", use_sigmoid=False, loss_weight=1.0),
+    )
+)
