@@ -19,8 +19,8 @@ from typing import Optional
 import mmseg
 
 import hamseg  # noqa: F401  (adapts the stack before mmseg's scripts import mmseg)
-from hamseg.apis.checkpoint import check_checkpoint_file
 from hamseg.apis import init_model
+from hamseg.apis.checkpoint import check_checkpoint_file
 from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.compat.mmseg_tool_fixes import tool_fixes
 from hamseg.compat.package_lookup import config_file
