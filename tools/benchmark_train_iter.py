@@ -1,6 +1,8 @@
-"""One full-size training iteration of a recipe: seconds, loss, peak memory (docs/recipes.md)::
+"""Full-size training iterations of a recipe: seconds, the decode head's share, loss, peak memory
+(docs/recipes.md, docs/gpu.md)::
 
 python tools/benchmark_train_iter.py [configs/ham_voc.py] [--batch-size 2] [--size 513]
+    [--device cuda] [--precision fp32|fp16|bf16] [--iters 10]
 """
 
 import argparse
@@ -29,13 +31,15 @@ def main(argv: list[str] | None = None) -> None:
     add("--size", type=int, default=513, help="square crop size")
     add("--iters", type=int, default=1, help="iterations to time")
     add("--threads", type=int, help="torch intra-op threads")
+    add("--device", default="cpu", help="cpu or cuda")
+    add("--precision", choices=("fp32", "fp16", "bf16"), default="fp32", help="autocast dtype")
     add("--out", help="also write the result as JSON here")
     args = p.parse_args(argv)
     config = config_file(args.config)
     MMLogger.get_instance("benchmark_train_iter", log_level="WARNING")  # not every param group
     if args.threads:
         torch.set_num_threads(args.threads)
-    result = train_iter(config, args.batch_size, args.size, args.iters)
+    result = train_iter(config, args.batch_size, args.size, args.iters, args.device, args.precision)
     print(train_iter_summary(result))
     if args.out:
         with open(args.out, "w") as f:

@@ -29,6 +29,11 @@ step() {  # run a command, keep going on failure, remember its exit code and tim
 step "$PY" -m pytest -m gpu -v -rfE -p no:cacheprovider > >(tee "$OUT/pytest.txt")
 step "$PY" tools/benchmark_context.py --device cuda --out-dir "$OUT/context"
 step "$PY" tools/benchmark_model.py --device cuda --size 513 --batch 2 --out-dir "$OUT/model"
+mkdir -p "$OUT/train_iter"
+for precision in fp32 fp16 bf16; do  # a full-size ham_voc iteration and HamHead's share
+  step "$PY" tools/benchmark_train_iter.py --device cuda --precision $precision --iters 10 \
+    --out "$OUT/train_iter/$precision.json"
+done
 step "$PY" tools/benchmark_segnext.py --device cuda --out-dir "$OUT/segnext"
 step "$PY" tools/benchmark_deploy.py --out-dir "$OUT/deploy"  # ONNX Runtime's CPU provider
 (IFS=,; echo "[${steps[*]}]") > "$OUT/steps.json"

@@ -149,22 +149,60 @@ def model_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def train_iter(config: str, batch_size: int | None, size: int, iters: int) -> dict[str, Any]:
-    """``iters`` training iterations of ``config`` (a path) on the CPU, ``batch_size`` (default:
-    the config's) images of ``size`` x ``size``: seconds and loss of each, resident memory before
-    the first and the process's peak (``ru_maxrss``: run it in a fresh process)."""
-    model, optim_wrapper, cfg = build_for_training(config, size, torch.device("cpu"))
+def train_iter(
+    config: str,
+    batch_size: int | None,
+    size: int,
+    iters: int,
+    device: str = "cpu",
+    precision: str = "fp32",
+) -> dict[str, Any]:
+    """``iters`` training iterations (``train_step``: preprocessing, forward, loss, backward, SGD
+    step) of ``config`` (a path) on ``batch_size`` (default: the config's) images of ``size`` x
+    ``size``, then as many of the decode head alone (its loss forward and backward on the
+    backbone's features, kept from one forward) for its share. ``precision`` fp16/bf16: the
+    config's optimizer under mmengine's AmpOptimWrapper (autocast). Memory: the CUDA allocator's
+    peak, or on the CPU the resident memory before the first iteration and the process's peak
+    (``ru_maxrss``: run it in a fresh process)."""
+    dev = torch.device(device)
+    model, _, cfg = build_for_training(config, size, dev)
+    wrapper = copy.deepcopy(cfg.optim_wrapper)
+    if precision != "fp32":
+        wrapper.update(
+            type="AmpOptimWrapper", dtype={"fp16": "float16", "bf16": "bfloat16"}[precision]
+        )
+    optim_wrapper = build_optim_wrapper(model, wrapper)
     batch = batch_size or cfg.train_dataloader.batch_size
     data = synthetic_batch(batch, size, model.decode_head.num_classes)
     with open("/proc/self/statm") as f:
         rss_before = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / MIB
-    times, losses = [], []
-    for _ in range(iters):
-        start = time.perf_counter()
-        losses.append(model.train_step(data, optim_wrapper)["loss"].item())
-        times.append(time.perf_counter() - start)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+
+    def timed(step: Callable[[], Any]) -> tuple[list[float], list[Any]]:
+        times, outs = [], []
+        for _ in range(iters):
+            sync()
+            start = time.perf_counter()
+            outs.append(step())
+            sync()
+            times.append(time.perf_counter() - start)
+        return times, outs
+
+    times, losses = timed(lambda: model.train_step(data, optim_wrapper)["loss"].item())
+    peak_cuda = torch.cuda.max_memory_allocated(dev) / MIB if dev.type == "cuda" else None
+    batch_in = model.data_preprocessor(data, True)
+    with torch.no_grad(), optim_wrapper.optim_context(model):
+        feats = [f.detach().requires_grad_() for f in model.extract_feat(batch_in["inputs"])]
+
+    def head_step() -> None:
+        with optim_wrapper.optim_context(model):
+            losses = model.decode_head.loss(feats, batch_in["data_samples"], model.train_cfg)
+        sum(v for k, v in losses.items() if "loss" in k).backward()
+
+    head_times, _ = timed(head_step)
     result = dict(config=osp.relpath(osp.abspath(config), REPO), batch_size=batch, size=size)
-    result.update(iters=iters, seconds_per_iter=times, loss=losses)
+    result.update(iters=iters, seconds_per_iter=times, loss=losses, head_seconds=head_times)
+    result.update(device=device, precision=precision, peak_cuda_mib=peak_cuda)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     result.update(rss_before_mib=round(rss_before, 1), peak_rss_mib=round(peak, 1))
     params_m = round(sum(p.numel() for p in model.parameters()) / 1e6, 2)
@@ -174,13 +212,21 @@ def train_iter(config: str, batch_size: int | None, size: int, iters: int) -> di
 def train_iter_summary(result: dict[str, Any]) -> str:
     """A :func:`train_iter` result as aligned ``name  value`` lines."""
     r = result
+    it, head = statistics.median(r["seconds_per_iter"]), statistics.median(r["head_seconds"])
+    memory = (
+        f"{r['peak_cuda_mib']:.0f} MiB allocated (CUDA peak)"
+        if r["peak_cuda_mib"] is not None
+        else f"{r['rss_before_mib']:.0f} / {r['peak_rss_mib']:.0f} MiB (RSS before / peak)"
+    )
     rows = [
         ("config", r["config"]),
         ("batch x size", f"{r['batch_size']} x {r['size']}x{r['size']}"),
+        ("device, precision", f"{r['device']}, {r['precision']}"),
         ("parameters", f"{r['params_m']} M"),
-        ("seconds / iteration", ", ".join(f"{t:.1f}" for t in r["seconds_per_iter"])),
+        ("seconds / iteration", ", ".join(f"{t:.3f}" for t in r["seconds_per_iter"])),
+        ("decode head fwd+bwd", f"{head:.3f} s median, {100 * head / it:.1f}% of the iteration"),
         ("loss", ", ".join(f"{v:.4f}" for v in r["loss"])),
-        ("RSS before / peak", f"{r['rss_before_mib']:.0f} / {r['peak_rss_mib']:.0f} MiB"),
+        ("memory", memory),
         ("threads, torch", f"{r['threads']}, {r['torch']}"),
     ]
     return "\n".join(f"{key:<22} {value}" for key, value in rows)

@@ -63,7 +63,9 @@ def test_bad_inputs_are_named_and_skipped_the_rest_written(ckpt3, tmp_path):
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 3, proc.stderr
     broken, notes, summary = errors
-    assert broken.startswith(f"error: image file {str(folder / 'broken.jpg')!r} is not a complete")
+    assert broken.startswith(
+        f"error: image file {str(folder / 'broken.jpg')!r} is corrupt: truncated"
+    )
     assert broken.endswith("; skipped")
     assert notes.startswith(f"error: image file {str(folder / 'notes.png')!r} is corrupt or not")
     assert summary == "error: 2 of 4 inputs skipped (listed above)"
@@ -108,8 +110,8 @@ def test_a_shell_glob_with_a_truncated_jpeg_notes_and_a_list_with_a_missing_imag
     expected = [
         f"error: image listed in {folder / 'list.txt'} not found: missing.png",
         f"error: {folder / 'notes.txt'}: a .txt input is a list of image paths",
-        f"error: image file {str(folder / 'broken.jpg')!r} is not a complete image",
-        f"error: image file {str(other / 'cut.png')!r} is not a complete image",
+        f"error: image file {str(folder / 'broken.jpg')!r} is corrupt: truncated",
+        f"error: image file {str(other / 'cut.png')!r} is corrupt or not an image",
     ]
     for start in expected:
         assert sum(line.startswith(start) for line in skipped) == 1, (start, skipped)

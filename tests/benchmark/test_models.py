@@ -131,6 +131,8 @@ def test_tiny_train_iterations(tmp_path):
     assert report["config"] == osp.join("tests", "data", "tiny_ham.py")
     assert (report["batch_size"], report["size"], report["iters"]) == (2, 33, 2)
     assert report["threads"] == 1 and len(report["seconds_per_iter"]) == 2
+    assert (report["device"], report["precision"], report["peak_cuda_mib"]) == ("cpu", "fp32", None)
+    assert len(report["head_seconds"]) == 2 and all(t > 0 for t in report["head_seconds"])
     assert all(math.isfinite(v) and abs(v - math.log(3)) < 0.5 for v in report["loss"])
     assert report["peak_rss_mib"] >= report["rss_before_mib"] > 0
     assert printed.stdout == train_iter_summary(report) + "\n"

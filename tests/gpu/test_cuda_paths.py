@@ -20,7 +20,10 @@ HAMS = [
 
 @pytest.mark.parametrize("variant", ["paper", "release"])
 @pytest.mark.parametrize("ham_cfg", HAMS, ids=lambda c: c["type"])
-def test_fused_path_equals_module_path_on_cuda(cuda, variant, ham_cfg):
+def test_fused_path_equals_module_path_on_cuda(cuda, variant, ham_cfg, monkeypatch):
+    # cuDNN convolutions run in TF32 by default (the module path), the fused path's products in
+    # float32: measured on an H100, 2.6e-3 apart with TF32; compared here in full float32
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
     torch.manual_seed(0)
     block = Hamburger(32, ham_cfg=ham_cfg, variant=variant).to(cuda).eval()
     x = torch.rand(2, 32, 33, 33, device=cuda)  # 1089 positions: the fused path applies
@@ -128,5 +131,5 @@ def test_seeded_dictionary_is_drawn_on_the_input_device(cuda):
     assert draws == [(cuda, cuda)]  # drawn once, on the GPU, by a CUDA generator
     assert [d.device for d in seen] == [cuda, cuda]  # the dictionary the ham starts from
     assert torch.equal(seen[0], seen[1])  # seeded: the same draw at every call
-    drawn = ham.__dict__["_seeded"][1]  # the seeded (S, D, R) draw the ham keeps
-    assert drawn.device == cuda and drawn.shape == (1, 32, 8)
+    drawn = ham.__dict__["_seeded"][1]  # the seeded (K, S, D, R) draws the ham keeps
+    assert drawn.device == cuda and drawn.shape == (1, 1, 32, 8)
