@@ -1,0 +1,79 @@
+"""A/B of the Hamburger's speed paths (docs/benchmark.md, "Speed paths"): the same block timed
+with each path on and off, alternating in one run, so that the gain each keeps is measured.
+
+- ``PointwiseConv.enabled``: the blocks' 1x1 convs as one matrix product per sample;
+- ``fast_path_min_positions``: inference through the ham's factors, ``(W D) C`` (release V2).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+from hamseg.models import Hamburger
+from hamseg.models.fused_hamburger import PointwiseConv
+
+from .measure import alternate, spread
+
+
+@contextmanager
+def _paths(block: Hamburger, pointwise: bool, fused: bool) -> Iterator[None]:
+    saved = PointwiseConv.enabled, block.fast_path_min_positions
+    PointwiseConv.enabled, block.fast_path_min_positions = pointwise, (1024 if fused else None)
+    try:
+        yield
+    finally:
+        PointwiseConv.enabled, block.fast_path_min_positions = saved
+
+
+def _time(variant: str, mode: str, x: torch.Tensor, runs: int) -> dict[str, list[float]]:
+    """Seconds of each on/off case of one block and call, alternating."""
+    block = Hamburger(x.shape[1], ham_cfg=dict(type="NMF", R=64), variant=variant)
+    block.train(mode != "infer")
+    x = x.clone().requires_grad_(mode != "infer")
+
+    def call(pointwise: bool, fused: bool) -> None:
+        with _paths(block, pointwise, fused), torch.set_grad_enabled(mode != "infer"):
+            y = block(x)
+            if mode != "infer":
+                y.sum().backward()
+
+    cases = {"both off": (False, False), "PointwiseConv": (True, False)}
+    if mode == "infer" and variant == "release":  # the fused path needs the cheese
+        cases.update({"fused": (False, True), "both on": (True, True)})
+    return alternate({k: (lambda a=a: call(*a)) for k, a in cases.items()}, x.device, runs)
+
+
+def speed_paths(
+    shape: tuple[int, int, int, int] = (1, 512, 128, 128), runs: int = 7
+) -> list[dict[str, Any]]:
+    """Median seconds, spread and ratio to both paths off of NMF Hamburgers (Table 3's r=64,
+    K=6) at ``shape``: inference of the paper and release blocks, forward+backward of the
+    paper block (the fused path applies to inference only)."""
+    torch.manual_seed(0)
+    x = torch.rand(*shape)
+    rows = []
+    for variant, mode in (("paper", "infer"), ("release", "infer"), ("paper", "fwd+bwd")):
+        times = _time(variant, mode, x, runs)
+        base = statistics.median(times["both off"])
+        for name, ts in times.items():
+            med = statistics.median(ts)
+            rows.append(dict(variant=variant, mode=mode, paths=name, ms=1e3 * med,
+                             ratio=med / base, spread=spread(ts)))  # fmt: skip
+    return rows
+
+
+def speed_paths_markdown(rows: list[dict[str, Any]], header: str) -> str:
+    """The rows of :func:`speed_paths` as a markdown table under ``header``."""
+    lines = [header, "", "| block | call | paths on | median | x both off | spread |"]
+    lines.append("| --- | --- | --- | --- | --- | --- |")
+    lines += [
+        f"| {r['variant']} | {r['mode']} | {r['paths']} | {r['ms']:.1f} ms | "
+        f"**{r['ratio']:.2f}x** | {100 * r['spread']:.0f}% |"
+        for r in rows
+    ]
+    return "\n".join(lines) + "\n"
