@@ -162,8 +162,8 @@ def hamburger_macs(
     step X^T D (n d r), D^T D (d r^2), C (D^T D) (n r^2), X C (d n r), C^T C (n r^2), D (C^T C)
     (d r^2); final update n d r + d r^2 + n r^2. CD: per step X^T D, X C (2 n d r); final D^T D
     (d r^2), D^T X (d r n), the r x r solve uncounted (as by the library). VQ: per step 2 n d r;
-    final n d r. Then the reconstruction D C^T (d r n). ``path``: 'paper' (as written);
-    'module' (hamseg's ham: NMF's first update reuses X^T D, n d r less); 'fast' ('module' on the
+    final n d r. Then the reconstruction D C^T (d r n). ``path``: 'paper' (as written) and
+    'module' (hamseg's module calls) are the same count, the hams compute as written; 'fast' (on the
     inference path, maps >= ``Hamburger.fast_path_min_positions``: the next bread multiplies the
     factors, (W D) C: C_out d r + C_out r n instead of d r n + C_out d n).
 
@@ -184,8 +184,6 @@ def hamburger_macs(
         raise ValueError(f"unknown ham {kind!r}")
     if path not in ("paper", "module", "fast"):
         raise ValueError(f"unknown path {path!r}")
-    if path != "paper" and kind == "NMF" and k > 0:
-        ham -= n * d * r
     if path == "fast":
         c_out = d if variant == "release" else c  # the cheese (d -> d) or the upper bread
         conv -= c_out * d * n

@@ -17,6 +17,8 @@ def test_every_path_is_timed_against_both_off_and_the_switches_are_restored():
     assert [(r["variant"], r["mode"], r["paths"]) for r in rows] == [
         ("paper", "infer", "both off"),
         ("paper", "infer", "PointwiseConv"),
+        ("paper", "infer", "fused"),
+        ("paper", "infer", "both on"),
         ("release", "infer", "both off"),
         ("release", "infer", "PointwiseConv"),
         ("release", "infer", "fused"),
