@@ -2,7 +2,7 @@
 
 Geng et al., ICLR 2021, Sec. 3.3, Table 3, App. E.2: hamseg's Hamburgers (NMF, CD, VQ; one-step
 gradient and BPTT; the release's variant), mmseg's Hamburger (the peer), self-attention, DANet,
-APCNet, DMNet, EMANet, GCNet and Poly-NL, each built from (C, r, K).
+APCNet, DMNet, EMANet, GCNet, Poly-NL and AttnConv, each built from (C, r, K).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from mmseg.models.decode_heads.ema_head import EMAModule
 from mmseg.models.decode_heads.ham_head import Hamburger as MMSegHamburger
 from torch import Tensor, nn
 
-from hamseg.models import Hamburger, PolyNL
+from hamseg.models import AttnConv, Hamburger, PolyNL
 
 BN = dict(type="BN", requires_grad=True)
 RELU = dict(type="ReLU")
@@ -151,6 +151,8 @@ _ROWS = [
          lambda c, r, k: ContextBlock(c, 1 / 4)),
     Spec("polynl", "Poly-NL", "hamseg PolyNL(C), Eq. 6 of Babiloni et al. 2021",
          lambda c, r, k: PolyNL(c)),
+    Spec("attnconv", "AttnConv", "hamseg AttnConv(C, 8 heads, D = D_v = 64, mu, 3x3 index "
+         "heads), Andreoli Eq. 7-10", lambda c, r, k: AttnConv(c, 8, 64, 64), quadratic=True),
 ]  # fmt: skip
 #: Every row by key, in table order.
 SPECS = {s.key: s for s in _ROWS}
