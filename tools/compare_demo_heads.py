@@ -1,7 +1,12 @@
-"""Train every demo head on Context Shapes over several seeds; write a table and a bar chart.
+"""Train demo heads on Context Shapes (or your data) over several seeds; write a table and chart.
 
     python tools/compare_demo_heads.py                       # every head x seeds 0 1 2
     python tools/compare_demo_heads.py --seeds 0 --max-iters 50 --out-dir /tmp/cmp   # quick look
+    python tools/compare_demo_heads.py --heads fcn ham-nmf attnconv \
+        --data-config configs/custom/hamhead-nmf_r18-d8_custom.py --data-root data/my_dataset
+
+--data-config: any dataset config; each head's model and schedule on its loaders, evaluators,
+data preprocessor and class count (docs/custom_dataset.md).
 
 Each run is tools/run_demo.py in its own process; runs whose result JSON exists are reused
 (--force repeats them). Writes results.md, results.png and runs.json into --out-dir;
@@ -27,10 +32,14 @@ from hamseg.cli import run_cli  # noqa: E402
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--heads", nargs="+", default=list(HEADS), help="subset of: " + " ".join(HEADS))
+    heads = ", ".join(f"{k} ({label})" for k, (label, _) in HEADS.items())
+    p.add_argument("--heads", nargs="+", default=list(HEADS), help=f"subset of: {heads}")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--max-iters", type=int, default=None, help="override the schedule length")
-    p.add_argument("--data-root", default="data/context_shapes")
+    p.add_argument("--data-config", help="dataset config to train on (default: Context Shapes)")
+    p.add_argument(
+        "--data-root", help="data folder (default: data/context_shapes, or the config's)"
+    )
     p.add_argument("--out-dir", default="work_dirs/demo_compare")
     p.add_argument("--docs-prefix", default=None, help="also write <prefix>.md and <prefix>.png")
     p.add_argument("--force", action="store_true", help="repeat runs that already have results")

@@ -27,7 +27,8 @@ from hamseg.apis.demo import DEFAULT_DEMO_CONFIG, run_demo  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--config", default=DEFAULT_DEMO_CONFIG, help="demo config (configs/demo/*.py)")
-    p.add_argument("--data-root", default="data/context_shapes", help="Context Shapes folder")
+    p.add_argument("--data-root", help="data folder (default: data/context_shapes)")
+    p.add_argument("--data-config", help="train on this dataset config's data (not generated)")
     p.add_argument("--work-dir", help="default: work_dirs/demo/<config name>")
     p.add_argument("--seed", type=int, default=None, help="training seed (config default: 0)")
     p.add_argument("--max-iters", type=int, default=None, help="override the schedule length")

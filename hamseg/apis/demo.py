@@ -23,28 +23,35 @@ from mmengine.hooks import Hook
 from mmengine.runner import Runner
 from torch import nn
 
+from hamseg.datasets.checks import check_dataset_paths
 from hamseg.datasets.context_shapes import (
     ContextShapesConfig,
     generate_context_shapes,
     is_generated,
 )
+from hamseg.utils.config import dataset_classes
 from hamseg.utils.errors import UsageError
 
 #: The main demo: HamHead with the NMF ham (relative to the repository root).
 DEFAULT_DEMO_CONFIG = "configs/demo/hamhead-nmf_r18-d8_context-shapes.py"
 DEMO = "configs/demo"
-#: Head name -> config, in table order (the local baseline first).
-HEADS: dict[str, str] = {
-    "FCN": f"{DEMO}/fcn_r18-d8_context-shapes.py",
-    "HamHead-NMF": f"{DEMO}/hamhead-nmf_r18-d8_context-shapes.py",
-    "HamHead-CD": f"{DEMO}/hamhead-cd_r18-d8_context-shapes.py",
-    "HamHead-VQ": f"{DEMO}/hamhead-vq_r18-d8_context-shapes.py",
-    "NonLocal": f"{DEMO}/nonlocal_r18-d8_context-shapes.py",
-    "PolyNL": f"{DEMO}/polynl_r18-d8_context-shapes.py",
-    # SegNeXt-T (MSCAN-T backbone instead of the R18): mmseg's head and hamseg's.
-    "SegNeXt-T LightHamHead (mmseg)": f"{DEMO}/lighthamhead_mscan-t_context-shapes.py",
-    "SegNeXt-T HamLightHead": f"{DEMO}/hamlighthead-nmf_mscan-t_context-shapes.py",
-}
+#: ``--heads`` name -> (table label, config), in table order (the local baseline first); the
+#: SegNeXt-T heads train MSCAN-T instead of the R18: mmseg's head and hamseg's.
+HEADS: dict[str, tuple[str, str]] = {
+    "fcn": ("FCN", f"{DEMO}/fcn_r18-d8_context-shapes.py"),
+    "ham-nmf": ("HamHead-NMF", f"{DEMO}/hamhead-nmf_r18-d8_context-shapes.py"),
+    "ham-cd": ("HamHead-CD", f"{DEMO}/hamhead-cd_r18-d8_context-shapes.py"),
+    "ham-vq": ("HamHead-VQ", f"{DEMO}/hamhead-vq_r18-d8_context-shapes.py"),
+    "nonlocal": ("NonLocal", f"{DEMO}/nonlocal_r18-d8_context-shapes.py"),
+    "polynl": ("PolyNL", f"{DEMO}/polynl_r18-d8_context-shapes.py"),
+    "attnconv": ("AttnConv", f"{DEMO}/attnconv_r18-d8_context-shapes.py"),
+    "segnext-mmseg": ("SegNeXt-T LightHamHead (mmseg)",
+                      f"{DEMO}/lighthamhead_mscan-t_context-shapes.py"),
+    "segnext": ("SegNeXt-T HamLightHead", f"{DEMO}/hamlighthead-nmf_mscan-t_context-shapes.py"),
+}  # fmt: skip
+#: What ``data_config`` gives every head (with its data preprocessor and class count).
+LOADERS = ("train_dataloader", "val_dataloader", "test_dataloader")
+DATA_KEYS = (*LOADERS, "val_evaluator", "test_evaluator")
 #: Part of a config's file name -> (backbone's short name, description).
 BACKBONES = {
     "_r18-d8_": ("ResNetV1c-18 OS8", "ResNetV1c-18, base 16, output stride 8"),
@@ -97,9 +104,38 @@ def _params(module: nn.Module) -> int:
     return int(sum(p.numel() for p in module.parameters()))
 
 
+def head_config(
+    config: str, data_config: Optional[str] = None, data_root: Optional[str] = None
+) -> Config:
+    """The head ``config`` on the data of ``data_config`` (its :data:`DATA_KEYS`, data
+    preprocessor and class count; the head's model and schedule), the loaders' root ``data_root``.
+
+    Raises:
+        FileNotFoundError: No config file at ``config`` or ``data_config``.
+    """
+    for flag, path in (("--config", config), ("--data-config", data_config)):
+        if path and not osp.isfile(path):
+            raise FileNotFoundError(f"{flag} {path}: no such config file")
+    cfg = Config.fromfile(config)
+    if data_config:
+        data = Config.fromfile(data_config)
+        for key in (k for k in DATA_KEYS if k in data):
+            cfg[key] = data[key]
+        model = data.get("model", {})
+        num = model.get("decode_head", {}).get("num_classes")
+        cfg.model.decode_head.num_classes = num or len(
+            dataset_classes(data.train_dataloader.dataset)
+        )
+        if "data_preprocessor" in model:
+            cfg.model.data_preprocessor = model.data_preprocessor
+    for loader in LOADERS if data_root else ():
+        cfg[loader].dataset.data_root = data_root
+    return cfg
+
+
 def run_demo(
     config: str = DEFAULT_DEMO_CONFIG,
-    data_root: str = "data/context_shapes",
+    data_root: Optional[str] = None,
     work_dir: Optional[str] = None,
     seed: Optional[int] = None,
     max_iters: Optional[int] = None,
@@ -109,19 +145,23 @@ def run_demo(
     draw: bool = True,
     cfg_options: Optional[dict] = None,
     json_out: Optional[str] = None,
+    data_config: Optional[str] = None,
 ) -> dict[str, Any]:
-    """Generate the data if needed (``data_size``, ``num_train``, ``num_val``), train the demo
-    head (``seed`` and ``max_iters`` default to the config's, 0 and 500), validate, return the
-    result: ``name, config, seed, max_iters, mIoU, aAcc, mAcc, params, head_params,
-    train_time_s, val_time_s, total_time_s, checkpoint, work_dir``, also written to
-    ``<work_dir>/demo_result.json`` (``work_dir``: default ``work_dirs/demo/<config name>``) and
-    ``json_out``. ``draw=False`` skips the validation prediction images."""
-    ensure_data(data_root, size=data_size, num_train=num_train, num_val=num_val)
-    cfg = Config.fromfile(config)
+    """Generate Context Shapes into ``data_root`` (default data/context_shapes) if needed
+    (``data_size``, ``num_train``, ``num_val``), or take the data of ``data_config``
+    (:func:`head_config`, checked first), train the head (``seed`` and ``max_iters`` default to
+    the config's, 0 and 500), validate, return the result: ``name, config, seed, max_iters,
+    mIoU, aAcc, mAcc, params, head_params, train_time_s, val_time_s, total_time_s, checkpoint,
+    work_dir``, also written to ``<work_dir>/demo_result.json`` (``work_dir``: default
+    ``work_dirs/demo/<config name>``) and ``json_out``. ``draw=False`` skips the validation
+    prediction images."""
+    if not data_config:
+        data_root = data_root or "data/context_shapes"
+        ensure_data(data_root, size=data_size, num_train=num_train, num_val=num_val)
+    cfg = head_config(config, data_config, data_root)
     cfg.merge_from_dict(cfg_options or {})
-    for loader in ("train_dataloader", "val_dataloader", "test_dataloader"):
-        if loader in cfg:
-            cfg[loader].dataset.data_root = data_root
+    if data_config:
+        check_dataset_paths(cfg)
     if seed is not None:
         cfg.randomness = dict(seed=seed)
     if max_iters is not None:
@@ -165,14 +205,16 @@ def run_one(
     seed: int,
     work_dir: str,
     demo_command: Sequence[str],
-    data_root: str,
+    data_root: Optional[str],
     max_iters: Optional[int] = None,
     force: bool = False,
     cwd: Optional[str] = None,
+    data_config: Optional[str] = None,
 ) -> dict[str, Any]:
     """Train and validate one head with one seed: ``demo_command`` (run_demo.py's options, e.g.
     ``[sys.executable, "tools/run_demo.py"]``) in a fresh process in ``cwd``, its output in
     ``<work_dir>/run.log``; return its result. An existing result is reused unless ``force``.
+    ``data_root`` / ``data_config``: :func:`run_demo`'s.
 
     Raises:
         RuntimeError: The run failed; the message names its log.
@@ -180,8 +222,9 @@ def run_one(
     out_json = osp.join(work_dir, "demo_result.json")
     if force or not osp.isfile(out_json):
         cmd = [*demo_command, "--config", config, "--seed", str(seed), "--work-dir", work_dir]
-        cmd += ["--data-root", data_root, "--no-vis"]
-        cmd += ["--max-iters", str(max_iters)] if max_iters is not None else []
+        cmd += ["--data-root", data_root] if data_root else []
+        cmd += ["--no-vis"] + (["--max-iters", str(max_iters)] if max_iters is not None else [])
+        cmd += ["--data-config", data_config] if data_config else []
         os.makedirs(work_dir, exist_ok=True)
         log_path = osp.join(work_dir, "run.log")
         with open(log_path, "w", encoding="utf-8") as log:
@@ -193,8 +236,8 @@ def run_one(
 
 
 def backbone_of(name: str) -> Optional[str]:
-    """Short name of the backbone of the head ``name`` (None if unknown)."""
-    config = HEADS.get(name, "")
+    """Short name of the backbone of the head labelled ``name`` (None if unknown)."""
+    config = next((c for label, c in HEADS.values() if label == name), "")
     return next((short for key, (short, _) in BACKBONES.items() if key in config), None)
 
 
@@ -215,8 +258,9 @@ def _row(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     )
 
 
-def _markdown(rows: list[dict[str, Any]], runs: list[dict[str, Any]], command: str) -> str:
-    """The table, with the setting, the effect, the command and the machine."""
+def _markdown(rows: list[dict], runs: list[dict], command: str, data: Optional[str]) -> str:
+    """The table, with the setting (the data of ``data``, a config, or Context Shapes), the
+    effect, the command and the machine."""
     table = [
         "| Head | val mIoU (mean ± std) | per seed | params (total / head) | train time (median) |",
         "| --- | --- | --- | --- | --- |",
@@ -232,11 +276,15 @@ def _markdown(rows: list[dict[str, Any]], runs: list[dict[str, Any]], command: s
     by = {r["name"]: r["mean"] for r in rows}
     gap = f"HamHead-NMF minus FCN: **{by.get('HamHead-NMF', 0) - by.get('FCN', 0):+.1f}** mIoU "
     total = sum(r["total_time_s"] for r in runs)
+    setting = (
+        f"The data of `{data}`"
+        if data
+        else "Context Shapes (400 train / 100 val images, 128 x 128, 7 classes)"
+    )
     return (
-        f"Context Shapes (400 train / 100 val images, 128 x 128, 7 classes), seeds "
-        f"{rows[0]['seeds']}, {rows[0]['max_iters']} iterations of batch 8 per run; the same "
-        "data, schedule and optimiser for every head, and the same backbone for every head of "
-        f"one family, trained from scratch ({backbones}). mIoU on the 100 validation images; "
+        f"{setting}, seeds {rows[0]['seeds']}, {rows[0]['max_iters']} iterations per run; the "
+        "same data, schedule and optimiser for every head, and the same backbone for every head"
+        f" of one family, trained from scratch ({backbones}). mIoU on the validation split; "
         "std over seeds (ddof=0); train time is the wall time of the training iterations of one "
         "run (median over seeds).\n\n" + "\n".join(table) + "\n\n"
         + (gap + "points.\n\n" if {"FCN", "HamHead-NMF"} <= set(by) else "")
@@ -247,27 +295,28 @@ def _markdown(rows: list[dict[str, Any]], runs: list[dict[str, Any]], command: s
     )  # fmt: skip
 
 
-def chart_labels(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
-    """Title and x labels of the chart: the backbone in the title when all heads share it,
-    under each head's name otherwise."""
+def chart_labels(rows: list[dict], data: Optional[str] = None) -> tuple[str, list[str]]:
+    """Title and x labels of the chart on Context Shapes or the data of config ``data``: the
+    backbone in the title when all heads share it, under each head's name otherwise."""
     backbones = [backbone_of(r["name"]) for r in rows]
     shared = len(set(backbones)) == 1 and backbones[0] is not None
     labels = [r["name"] + (f"\n({b})" if b and not shared else "") for r, b in zip(rows, backbones)]
     seeds = len(rows[0]["seeds"])
     return (
-        f"Context Shapes, {backbones[0] + ', ' if shared else ''}{rows[0]['max_iters']} iters, "
+        f"{osp.basename(data) if data else 'Context Shapes'}, "
+        f"{backbones[0] + ', ' if shared else ''}{rows[0]['max_iters']} iters, "
         f"{seeds} seed{'s' if seeds != 1 else ''} (dots)"
     ), labels
 
 
-def _bar_chart(rows: list[dict[str, Any]], out: str) -> None:
+def _bar_chart(rows: list[dict[str, Any]], out: str, data: Optional[str]) -> None:
     """Bars of mean mIoU with std error bars and the per-seed values as dots."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    title, labels = chart_labels(rows)
+    title, labels = chart_labels(rows, data)
     crowded = sum(len(label) for label in labels) > 60  # slanted, so that they do not overlap
     fig, ax = plt.subplots(figsize=(8.8, 4.4) if crowded else (6.4, 3.8), dpi=120)
     colours = {"local": "0.6", "hamseg": "tab:red", "other context": "tab:purple"}
@@ -295,43 +344,51 @@ def compare_heads(
     demo_command: Sequence[str],
     command: str,
     out_dir: str = "work_dirs/demo_compare",
-    data_root: str = "data/context_shapes",
+    data_root: Optional[str] = None,
     max_iters: Optional[int] = None,
     force: bool = False,
     docs_prefix: Optional[str] = None,
     cwd: Optional[str] = None,
+    data_config: Optional[str] = None,
 ) -> tuple[str, str, str]:
     """Run every head of :data:`HEADS` in ``heads`` with every seed (:func:`run_one`, a line
-    printed per run), then write ``results.md`` (quoting ``command``), ``results.png`` and
+    printed per run) on Context Shapes in ``data_root`` or on the data of ``data_config``
+    (:func:`head_config`), then write ``results.md`` (quoting ``command``), ``results.png`` and
     ``runs.json`` into ``out_dir``, the first two also to ``<docs_prefix>.md``/``.png``.
     Returns ``(markdown, md path, png path)``.
 
     Raises:
-        UsageError: A head that is not in :data:`HEADS` (before anything runs).
+        UsageError: A head that is not in :data:`HEADS`; FileNotFoundError: no config, no data
+            (checked before anything runs).
     """
-    unknown = [h for h in heads if h not in HEADS]
-    if unknown:
-        raise UsageError(f"unknown heads {unknown}; choose from {list(HEADS)}")
+    if unknown := [h for h in heads if h not in HEADS]:
+        raise UsageError(f"--heads: unknown {', '.join(unknown)}; choose from {', '.join(HEADS)}")
     start = time.perf_counter()
-    ensure_data(data_root)  # once, before the runs
-    runs = []
-    for k, (name, seed) in enumerate([(h, s) for h in heads for s in seeds], 1):
-        print(f"[{k}/{len(heads) * len(seeds)}] {name} seed {seed} ...", end=" ", flush=True)
-        t, stem = time.perf_counter(), osp.splitext(osp.basename(HEADS[name]))[0]
-        work_dir = osp.join(out_dir, stem, f"seed{seed}")
-        res = run_one(HEADS[name], seed, work_dir, demo_command, data_root, max_iters, force, cwd)
-        runs.append(dict(res, name=name))
+    if data_config:  # the data of the first head's merged config, checked once
+        check_dataset_paths(head_config(HEADS[heads[0]][1], data_config, data_root))
+    else:
+        ensure_data(data_root := data_root or "data/context_shapes")  # once, before the runs
+    runs, todo = [], [(h, s) for h in heads for s in seeds]
+    for k, (head, seed) in enumerate(todo, 1):
+        (name, config), t = HEADS[head], time.perf_counter()
+        print(f"[{k}/{len(todo)}] {name} seed {seed} ...", end=" ", flush=True)
+        work_dir = osp.join(out_dir, osp.splitext(osp.basename(config))[0], f"seed{seed}")
+        args = (demo_command, data_root, max_iters, force, cwd, data_config)
+        runs.append(dict(res := run_one(config, seed, work_dir, *args), name=name))
         print(f"mIoU {res['mIoU']:.1f} ({time.perf_counter() - t:.0f} s)", flush=True)
-    rows = [_row(name, runs) for name in heads]
-    md = "# Demo heads on Context Shapes\n\n" + _markdown(rows, runs, command.strip())
+    rows = [_row(HEADS[h][0], runs) for h in heads]
+    title = (
+        f"# Heads on {osp.basename(data_config)}"
+        if data_config
+        else "# Demo heads on Context Shapes"
+    )
+    md = f"{title}\n\n" + _markdown(rows, runs, command.strip(), data_config)
     md_path, png_path = osp.join(out_dir, "results.md"), osp.join(out_dir, "results.png")
     _write(md_path, md)
-    _bar_chart(rows, png_path)
+    _bar_chart(rows, png_path, data_config)
     wall = time.perf_counter() - start
-    _write(
-        osp.join(out_dir, "runs.json"),
-        json.dumps(dict(runs=runs, summary=rows, wall_time_s=wall), indent=2),
-    )
+    summary = dict(runs=runs, summary=rows, wall_time_s=wall)
+    _write(osp.join(out_dir, "runs.json"), json.dumps(summary, indent=2))
     if docs_prefix:
         _write(docs_prefix + ".md", md)
         shutil.copyfile(png_path, docs_prefix + ".png")

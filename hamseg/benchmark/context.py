@@ -1,12 +1,10 @@
-"""The context benchmark: the paper's Table 3 on your machine, and cost against n = H * W.
-
-Geng et al., ICLR 2021, Sec. 3.3, Table 3, App. E.2. Per module of :mod:`~hamseg.benchmark.zoo`:
-params, MACs (mmengine's, and the Hamburger's hand count), median and spread of the inference and
-forward+backward times next to their compute floors, peak memory. docs/benchmark.md.
-"""
+"""The paper's Table 3 on your machine (Geng et al., ICLR 2021, Sec. 3.3, App. E.2) and cost
+against n = H * W, per module of :mod:`~hamseg.benchmark.zoo`: params, MACs, times next to their
+compute floors, peak memory (docs/benchmark.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 from collections.abc import Sequence
@@ -112,12 +110,8 @@ def _environment(st: Settings, **extra: Any) -> dict[str, Any]:
 
 def run_table(st: Settings, keys: Sequence[str] | None = None, rate_size: int = 2048) -> dict:
     """Measure the modules ``keys`` of :data:`~hamseg.benchmark.zoo.SPECS` (default: all); the
-    floors use the higher fp32 matmul rate (``rate_size``^3) of two, at start and at end.
-
-    Returns:
-        ``env`` (machine, settings, rates), ``rows`` (:func:`measure_row`), ``targets``,
-        ``paper_table3`` and ``not_available``.
-    """
+    floors use the higher fp32 matmul rate (``rate_size``^3) of two, at start and at end. Returns
+    ``env``, ``rows`` (:func:`measure_row`), ``targets``, ``paper_table3``, ``not_available``."""
     env = _environment(st, shape=list(st.shape), rate_size=rate_size)
     env["rate_start"] = M.matmul_rate(st.device, rate_size)
     rows = []
@@ -135,8 +129,8 @@ def run_table(st: Settings, keys: Sequence[str] | None = None, rate_size: int = 
     for row in rows:
         set_floors(row, env["rate"])
     targets = evaluate_targets({r["key"]: r for r in rows}, tuple(st.shape))
-    result = dict(env=env, rows=rows, targets=targets, paper_table3=PAPER_TABLE3)
-    return dict(result, not_available=NOT_AVAILABLE)
+    return dict(env=env, rows=rows, targets=targets, paper_table3=PAPER_TABLE3,
+                not_available=NOT_AVAILABLE)  # fmt: skip
 
 
 def evaluate_targets(rows: dict[str, dict], shape: tuple[int, ...]) -> list[dict[str, Any]]:
@@ -293,9 +287,9 @@ def plot(result: dict[str, Any], path: str) -> None:
 def loglog_slope(points: Sequence[tuple[float, float]]) -> float:
     """Least-squares slope of log(y) against log(x) of (x, y) points (0 if all x are equal)."""
     xs, ys = [math.log(x) for x, _ in points], [math.log(y) for _, y in points]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+    with contextlib.suppress(statistics.StatisticsError):
+        return statistics.linear_regression(xs, ys).slope
+    return 0.0
 
 
 def run_sweep(
@@ -306,12 +300,8 @@ def run_sweep(
 ) -> dict[str, Any]:
     """Time and memory of the modules ``keys`` (default: ham_nmf and sa) on B x C x S x S for
     each S of ``sizes`` (no counts); quadratic modules skip the sizes whose three n x n maps
-    need more than ``max_pairwise_gb``.
-
-    Returns:
-        ``env``, ``points`` (per module and size; ``skipped`` with the reason) and ``slopes``
-        (per module, the log-log slope of each metric with two points or more).
-    """
+    need more than ``max_pairwise_gb``. Returns ``env``, ``points`` (per module and size;
+    ``skipped`` with the reason), ``slopes`` (per module, of each metric with 2+ points)."""
     keys, (b, c) = list(keys or ["ham_nmf", "sa"]), st.shape[:2]
     points: list[dict[str, Any]] = []
     for key in keys:

@@ -1,8 +1,5 @@
-"""The report of ``tools/gpu_check.sh``: ``python -m hamseg.benchmark.gpu_check DIR`` reads, in
-DIR, ``pytest.txt`` (pytest's ``-v -rfE`` output of the GPU tests), ``test_*.json`` (numbers the
-tests recorded), ``*/*.json`` and ``*/*.md`` (each benchmark's numbers and table) and
-``steps.json``, and writes ``report.json`` and ``report.md`` (format: docs/benchmark.md).
-"""
+"""``python -m hamseg.benchmark.gpu_check DIR``: tools/gpu_check.sh's report.{json,md} from DIR's
+pytest.txt (``-v -rfE``), test_*.json, */*.json, */*.md and steps.json (docs/benchmark.md)."""
 
 from __future__ import annotations
 
@@ -15,16 +12,14 @@ from typing import Any
 
 from .measure import machine
 
-#: A test's line in pytest's verbose output (name, outcome, skip reason) and a failure's line in
-#: its short summary (name, message).
+#: A test's line in pytest's verbose output, a failure's line in its short summary.
 _TEST = re.compile(r"^(\S+::.+?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)(?: \((.*)\))?( +\[.*)?$")
 _FAILURE = re.compile(r"^(?:FAILED|ERROR) (\S+::.+?)(?: - (.*))?$")
 _OUTCOME = dict(PASSED="passed", XPASS="passed", SKIPPED="skipped", XFAIL="skipped")
 
 
 def parse_outcomes(text: str) -> list[dict[str, str]]:
-    """Name, outcome (passed, failed: FAILED or ERROR, skipped) and message (the skip reason or
-    the failure's) of every test in pytest's ``-v -rfE`` output."""
+    """Name, outcome (passed, failed, skipped) and message of every test in ``-v -rfE`` output."""
     tests: dict[str, dict[str, str]] = {}
     for line in text.splitlines():
         if m := _TEST.match(line):
@@ -85,8 +80,7 @@ def _numbers_table(value: Any) -> list[str]:
 
 
 def markdown(report: dict[str, Any]) -> str:
-    """Machine, steps, test outcomes, the tests' numbers, and each benchmark's table followed by
-    every value of its JSON."""
+    """Machine, steps, test outcomes and numbers, each benchmark's table and JSON values."""
     lines = ["# GPU check", "", "| field | value |", "| --- | --- |"]
     lines += [f"| {k} | {v} |" for k, v in report["machine"].items()]
     lines += ["", "## Steps", "", "| step | exit code | seconds |", "| --- | --- | --- |"]

@@ -1,5 +1,4 @@
-"""What the benchmarks measure: times (median, spread), the fp32 matmul rate, peak memory, MACs
-(mmengine's counter, the operators a call runs, the Hamburger's hand count); their files."""
+"""What the benchmarks measure: times, the fp32 matmul rate, peak memory, MACs; their files."""
 
 from __future__ import annotations
 
@@ -34,15 +33,13 @@ def machine() -> dict[str, Any]:
     with contextlib.suppress(OSError, StopIteration), open("/proc/cpuinfo") as f:
         cpu = next(line for line in f if line.startswith("model name")).split(":")[1].strip()
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    info: dict[str, Any] = dict(cpu=cpu, cores=os.cpu_count(), threads=torch.get_num_threads())
-    info.update(python=platform.python_version(), torch=torch.__version__, cuda=torch.version.cuda)
-    info.update(cudnn=cudnn, cuda_available=torch.cuda.is_available())
+    info = dict(cpu=cpu, cores=os.cpu_count(), threads=torch.get_num_threads(),
+                python=platform.python_version(), torch=torch.__version__, cuda=torch.version.cuda,
+                cudnn=cudnn, cuda_available=torch.cuda.is_available())  # fmt: skip
     if torch.cuda.is_available():
-        props = torch.cuda.get_device_properties(0)
-        info.update(gpu=props.name, capability=f"{props.major}.{props.minor}")
-        info.update(
-            memory_gib=round(props.total_memory / 2**30, 2), device_count=torch.cuda.device_count()
-        )
+        p = torch.cuda.get_device_properties(0)
+        info.update(gpu=p.name, capability=f"{p.major}.{p.minor}", memory_gib=round(
+            p.total_memory / 2**30, 2), device_count=torch.cuda.device_count())  # fmt: skip
         query = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
         with contextlib.suppress(OSError):
             info["driver"] = subprocess.run(query, capture_output=True, text=True).stdout.strip()
@@ -147,31 +144,18 @@ def peak_memory(fn: Callable[[], Any], device: torch.device) -> int:
 
 
 def hamburger_macs(
-    shape: tuple[int, int, int, int],
-    kind: str,
-    r: int,
-    k: int,
-    variant: str = "paper",
-    latent: int | None = None,
-    path: str = "paper",
+    shape: tuple[int, ...], kind: str, r: int, k: int, variant: str = "paper", path: str = "paper"
 ) -> dict[str, int]:
-    """Hand count of a Hamburger's conv and matmul MACs (one forward, K steps, S = 1).
-
-    d: the ham's channels (``latent``, default C), n = H * W, X: (d, n) (paper Sec. 2.2, Alg.
-    1-3). Breads 2 C d n (+ d^2 n for the release's cheese). NMF: codes init X^T D (n d r); per
-    step X^T D (n d r), D^T D (d r^2), C (D^T D) (n r^2), X C (d n r), C^T C (n r^2), D (C^T C)
-    (d r^2); final update n d r + d r^2 + n r^2. CD: per step X^T D, X C (2 n d r); final D^T D
-    (d r^2), D^T X (d r n), the r x r solve uncounted (as by the library). VQ: per step 2 n d r;
-    final n d r. Then the reconstruction D C^T (d r n). ``path``: 'paper' (as written) and
-    'module' (hamseg's module calls) are the same count, the hams compute as written; 'fast' (on the
-    inference path, maps >= ``Hamburger.fast_path_min_positions``: the next bread multiplies the
-    factors, (W D) C: C_out d r + C_out r n instead of d r n + C_out d n).
-
-    Returns:
-        MACs of the breads ('conv'), of the ham ('matmul') and their sum ('total').
-    """
+    """Hand count of a Hamburger's conv and matmul MACs (one forward, K steps, S = 1; paper Sec.
+    2.2, Alg. 1-3; d = C, n = H W). Breads 2 C d n (+ d^2 n, the release's cheese).
+    NMF: init X^T D (n d r); per step X^T D, X C (2 n d r), D^T D, D (C^T C) (2 d r^2), C (D^T D),
+    C^T C (2 n r^2); final update n d r + d r^2 + n r^2. CD: per step 2 n d r; final d r^2 +
+    d r n (the solve uncounted). VQ: per step 2 n d r; final n d r. Then D C^T (d r n).
+    ``path``: 'paper' and 'module' (the hams compute as written: the same count); 'fast'
+    (inference at >= ``Hamburger.fast_path_min_positions``: the next bread multiplies (W D) C,
+    C_out d r + C_out r n instead of d r n + C_out d n). Returns 'conv', 'matmul', 'total'."""
     b, c, h, w = shape
-    d, n = latent or c, h * w
+    d, n = c, h * w
     conv = 2 * c * d * n + (d * d * n if variant == "release" else 0)
     if kind == "NMF":
         step = 2 * n * d * r + 2 * n * r * r + 2 * d * r * r

@@ -1,7 +1,5 @@
-"""Whole models: training iterations side by side (HamNet vs NonLocal), one full-size iteration
-of a recipe, and SegNeXt-T's HamLightHead against mmseg's LightHamHead. Models are built as a
-one-process training run builds them and fed a synthetic batch; docs/benchmark.md.
-"""
+"""Whole models on a synthetic batch, built as a one-process run builds them: training
+iterations side by side, one full-size recipe iteration, SegNeXt-T ours vs mmseg's."""
 
 from __future__ import annotations
 
@@ -45,10 +43,8 @@ def resolve(config: str) -> str:
 def build_for_training(
     config: str, size: int, device: torch.device, no_aux: bool = False
 ) -> tuple[Any, OptimWrapper, Config]:
-    """The model (train mode, on ``device``), optim wrapper and config of a config file, as a
-    one-process run builds them: pretrained weights off, then ``init_weights``; SyncBN reverted
-    to BN; the data preprocessor padding to ``size`` (if it pads to a size); the config's
-    optimizer and parameter groups; without the auxiliary head(s) if ``no_aux``."""
+    """Model (train mode, no pretrained weights, SyncBN as BN, padding to ``size``; without the
+    auxiliary head(s) if ``no_aux``), optim wrapper and config of a config file."""
     cfg = Config.fromfile(config)
     init_default_scope(cfg.get("default_scope", "mmseg"))
     model_cfg = copy.deepcopy(cfg.model)
@@ -86,9 +82,8 @@ def measure_model(
     config: str, label: str, size: int, device: torch.device, batch: int = 1, iters: int = 3,
     warmup: int = 1, memory: bool = True, no_aux: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
-    """Params, seconds per ``model.train_step`` (median of ``iters`` after ``warmup``, every run,
-    spread) and peak memory of one step of ``config`` on a batch x 3 x size x size synthetic
-    batch; without its auxiliary head if ``no_aux``."""
+    """Params, seconds per ``model.train_step`` (median of ``iters`` after ``warmup``, all, spread)
+    and peak memory of ``config`` on a synthetic batch x 3 x size^2, ``no_aux``: no aux head."""
     model, optim_wrapper, _ = build_for_training(resolve(config), size, device, no_aux)
     data = synthetic_batch(batch, size, model.decode_head.num_classes)
     row: dict[str, Any] = dict(label=label, config=config, aux_head=model.with_auxiliary_head)
@@ -107,12 +102,8 @@ def run_models(
     aux_variant: bool = True,
     **settings: Any,
 ) -> dict[str, Any]:
-    """:func:`measure_model` of every config with ``settings`` (size, device, batch, iters,
-    warmup, memory) and, with ``aux_variant``, of those with an auxiliary head without it.
-
-    Returns:
-        ``env`` (the settings) and ``rows``, each with ``ratio_to_first``.
-    """
+    """``env`` and ``rows`` (with ``ratio_to_first``): :func:`measure_model` of every config with
+    ``settings`` and, with ``aux_variant``, of those with an auxiliary head without it."""
     rows = []
     for config, label in zip(configs, labels or [default_label(c) for c in configs]):
         print(f"[benchmark_model] {label} ...", flush=True)
@@ -233,8 +224,7 @@ def train_iter_summary(result: dict[str, Any]) -> str:
 
 
 def segnext_pair(ours: str = osp.join(REPO, "configs", SEGNEXT)) -> tuple[nn.Module, nn.Module]:
-    """(ours, mmseg's) SegNeXt-T segmentors in training mode, mmseg's random weights in both
-    (no download); mmseg's from its own config of the same name."""
+    """(ours, mmseg's) SegNeXt-T segmentors in training mode, mmseg's random weights in both."""
     init_default_scope("mmseg")
     models = []
     for path in (ours, config_file(f"mmseg::{SEGNEXT}")):
@@ -248,14 +238,8 @@ def segnext_pair(ours: str = osp.join(REPO, "configs", SEGNEXT)) -> tuple[nn.Mod
 def compare_segnext(
     batch: int = 2, size: int = 512, runs: int = 5, seed: int = 0, device: str = "cpu"
 ) -> dict[str, Any]:
-    """Forward+backward time and peak memory, ours vs mmseg's, alternating run by run, of the
-    ham alone (hamseg's one-step NMF vs mmseg's NMF2D, BPTT through its 6 steps), of the decode
-    head and of one whole-model iteration (loss + backward), at batch x 3 x size x size.
-
-    Returns:
-        ``rows``: per part, each side's median time (s) and peak memory (bytes), their ratios
-        and the spread (the larger of the two sides').
-    """
+    """``rows``: fwd+bwd median time (s), peak memory (bytes), ratios and spread, ours vs mmseg's
+    alternating, of the ham (one-step NMF vs NMF2D's BPTT), the decode head and one iteration."""
     device = torch.device(device)
     torch.manual_seed(seed)
     ours, theirs = (m.to(device) for m in segnext_pair())

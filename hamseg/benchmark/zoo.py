@@ -1,9 +1,6 @@
-"""The context modules of the benchmark (the rows of the paper's Table 3, and more), in = out = C.
-
-Geng et al., ICLR 2021, Sec. 3.3, Table 3, App. E.2: hamseg's Hamburgers (NMF, CD, VQ; one-step
-gradient and BPTT; the release's variant), mmseg's Hamburger (the peer), self-attention, DANet,
-APCNet, DMNet, EMANet, GCNet and Poly-NL, each built from (C, r, K).
-"""
+"""The context modules of the benchmark, in = out = C, each built from (C, r, K): the rows of
+Table 3 (Geng et al., ICLR 2021, Sec. 3.3, App. E.2) and more: hamseg's Hamburgers (one-step and
+BPTT; 'release'), mmseg's, SA, DA, APC, DM, EMA, GC, Poly-NL and AttnConv (Andreoli)."""
 
 from __future__ import annotations
 
@@ -21,13 +18,12 @@ from mmseg.models.decode_heads.ema_head import EMAModule
 from mmseg.models.decode_heads.ham_head import Hamburger as MMSegHamburger
 from torch import Tensor, nn
 
-from hamseg.models import Hamburger, PolyNL
+from hamseg.models import AttnConv, Hamburger, PolyNL
 
 BN = dict(type="BN", requires_grad=True)
 RELU = dict(type="ReLU")
 
-#: Table 3 of the paper: params (M = 2**20), MACs (G), train / infer memory (MB), train / infer
-#: time (ms) on one 1x512x128x128 tensor, NVIDIA TITAN Xp.
+#: Table 3: params (M = 2**20), MACs (G), train / infer MB, train / infer ms; TITAN Xp.
 PAPER_TABLE3 = {
     "SA": (1.00, 292.0, 5253, 2148, 242.0, 82.2),
     "DA": (4.82, 79.5, 2395, 2203, 72.6, 64.4),
@@ -49,9 +45,8 @@ NOT_AVAILABLE = {
 
 
 class Branches(nn.Module):
-    """Branches on one input, summed (DANet's PAM + CAM, as mmseg's DAHead sums them) or
-    concatenated (APCNet's ACM or DMNet's DCM, C / 4 channels each, back to C, without the 3x3
-    bottleneck of mmseg's APCHead / DMHead)."""
+    """Branches on one input, summed (DANet's PAM + CAM, as DAHead) or concatenated (APCNet's ACM
+    or DMNet's DCM, C / 4 channels each, without the heads' 3x3 bottleneck)."""
 
     def __init__(self, branches: list[nn.Module], concat: bool) -> None:
         super().__init__()
@@ -63,8 +58,7 @@ class Branches(nn.Module):
 
 
 class EMAContext(nn.Module):
-    """EMANet's block as in mmseg's EMAHead: 1x1 conv, EMA module, ReLU, 1x1 conv-BN, ReLU(x + .)
-    (the Hamburger's layout: lower bread, decomposition, upper bread, skip)."""
+    """EMANet's block as mmseg's EMAHead: 1x1 conv, EMA module, ReLU, 1x1 conv-BN, ReLU(x + .)."""
 
     def __init__(self, channels: int, num_bases: int, num_stages: int = 3) -> None:
         super().__init__()
@@ -151,6 +145,8 @@ _ROWS = [
          lambda c, r, k: ContextBlock(c, 1 / 4)),
     Spec("polynl", "Poly-NL", "hamseg PolyNL(C), Eq. 6 of Babiloni et al. 2021",
          lambda c, r, k: PolyNL(c)),
+    Spec("attnconv", "AttnConv", "hamseg AttnConv(C, 8 heads, D = D_v = 64, mu, 3x3 index "
+         "heads), Andreoli Eq. 7-10", lambda c, r, k: AttnConv(c, 8, 64, 64), quadratic=True),
 ]  # fmt: skip
 #: Every row by key, in table order.
 SPECS = {s.key: s for s in _ROWS}

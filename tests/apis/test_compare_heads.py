@@ -3,6 +3,7 @@ stored run results (no training), and how one run is launched."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import os.path as osp
@@ -10,12 +11,16 @@ import subprocess
 import sys
 
 import cv2
+import numpy as np
 import pytest
 
 from hamseg.apis.demo import HEADS, chart_labels, compare_heads, run_one
+from hamseg.cli import run_cli
 from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
 from hamseg.utils.errors import UsageError
 from tests.conftest import REPO
+
+CUSTOM = "configs/custom/hamhead-nmf_r18-d8_custom.py"
 
 
 def _fake_run(work: str, name: str, seed: int, miou: float) -> None:
@@ -45,12 +50,12 @@ def test_table_chart_and_resume(tmp_path):
     generate_context_shapes(data, ContextShapesConfig(size=32, num_train=1, num_val=1), False)
     out = str(tmp_path / "cmp")
     values = {"FCN": [60.0, 62.0, 64.0], "HamHead-NMF": [90.0, 91.0, 95.0]}
-    for name, config in HEADS.items():
+    for name, config in HEADS.values():
         if name in values:
             stem = osp.splitext(osp.basename(config))[0]
             for seed, v in enumerate(values[name]):
                 _fake_run(osp.join(out, stem, f"seed{seed}"), name, seed, v)
-    cmd = [sys.executable, "tools/compare_demo_heads.py", "--heads", "FCN", "HamHead-NMF"]
+    cmd = [sys.executable, "tools/compare_demo_heads.py", "--heads", "fcn", "ham-nmf"]
     cmd += ["--data-root", data, "--out-dir", out, "--docs-prefix", str(tmp_path / "docs" / "res")]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -60,7 +65,7 @@ def test_table_chart_and_resume(tmp_path):
     assert "HamHead-NMF minus FCN: **+30.0** mIoU points." in md
     assert "(ResNetV1c-18 OS8: ResNetV1c-18, base 16, output stride 8)." in md
     assert "MSCAN" not in md  # no SegNeXt head in this table
-    assert "Command: `python tools/compare_demo_heads.py --heads FCN HamHead-NMF" in md
+    assert "Command: `python tools/compare_demo_heads.py --heads fcn ham-nmf" in md
     assert open(tmp_path / "docs" / "res.md").read() == md
     png = cv2.imread(str(tmp_path / "docs" / "res.png"))
     assert png is not None and png.shape[1] > png.shape[0] > 200
@@ -70,10 +75,87 @@ def test_table_chart_and_resume(tmp_path):
     assert proc.stdout.strip().endswith("results.png")
 
 
+def test_heads_are_short_names_with_their_table_labels():
+    assert list(HEADS) == [
+        "fcn", "ham-nmf", "ham-cd", "ham-vq", "nonlocal", "polynl", "attnconv", "segnext-mmseg",
+        "segnext",
+    ]  # fmt: skip
+    assert HEADS["attnconv"] == ("AttnConv", "configs/demo/attnconv_r18-d8_context-shapes.py")
+    assert HEADS["segnext"][0] == "SegNeXt-T HamLightHead"
+    assert all(osp.isfile(osp.join(REPO, config)) for _, config in HEADS.values())
+
+
 def test_unknown_head_is_an_error(tmp_path):
-    with pytest.raises(UsageError, match=r"unknown heads \['Nope'\]; choose from \['FCN'"):
-        compare_heads(["Nope"], [0], [sys.executable], "cmd", out_dir=str(tmp_path))
+    with pytest.raises(UsageError) as err:
+        compare_heads(["fcn", "Nope"], [0], [sys.executable], "cmd", out_dir=str(tmp_path))
+    assert str(err.value) == "--heads: unknown Nope; choose from " + ", ".join(HEADS)
     assert not os.listdir(tmp_path)  # checked before anything is generated or run
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--heads", "fcn", "FCN"], "error: --heads: unknown FCN; choose from fcn, ham-nmf, "),
+        (["--data-config", "configs/custom/nope.py"], "error: --data-config configs/custom/nope.py"
+         ": no such config file"),
+        (["--data-config", CUSTOM, "--data-root", "/nonexistent/my_data"], "data_root="
+         "'/nonexistent/my_data'): not found: "),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
+    spec = importlib.util.spec_from_file_location(
+        "cmp", osp.join(REPO, "tools", "compare_demo_heads.py")
+    )
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(lambda: tool.main(["--out-dir", str(tmp_path / "o"), *args]))
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def write_template_layout(root: str) -> str:
+    """The custom template's layout: img_dir/{train,val}/NAME.jpg, ann_dir/.../NAME.png, 3
+    classes, odd sizes (3 train, 2 val)."""
+    rng = np.random.default_rng(0)
+    colours = np.array([[90, 90, 90], [40, 40, 220], [220, 90, 40]], np.uint8)
+    for split, n in (("train", 3), ("val", 2)):
+        for sub in ("img_dir", "ann_dir"):
+            os.makedirs(osp.join(root, sub, split))
+        for i in range(n):
+            h, w = 37 + 4 * i, 43 + 2 * i
+            label = np.zeros((h, w), np.uint8)
+            label[4:18, 5:20], label[h - 15 : h - 3, w - 16 : w - 2] = 1, 2
+            img = (colours[label] + rng.integers(-20, 20, (h, w, 3))).clip(0, 255)
+            cv2.imwrite(osp.join(root, "img_dir", split, f"{i}.jpg"), img.astype(np.uint8))
+            cv2.imwrite(osp.join(root, "ann_dir", split, f"{i}.png"), label)
+    return root
+
+
+@pytest.mark.slow
+def test_data_config_trains_the_chosen_heads_on_that_data(tmp_path):
+    """--data-config: each head's model on the template's data (3 classes, its loaders), 2
+    iterations, the same table and chart for that data."""
+    data, out = write_template_layout(str(tmp_path / "mine")), str(tmp_path / "cmp")
+    cmd = [sys.executable, "tools/compare_demo_heads.py", "--heads", "fcn", "attnconv"]
+    cmd += ["--seeds", "3", "--max-iters", "2", "--data-config", CUSTOM, "--data-root", data]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run(cmd + ["--out-dir", out], cwd=REPO, capture_output=True, text=True,
+                          timeout=600, env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    md = open(osp.join(out, "results.md")).read()
+    assert md.startswith(f"# Heads on {osp.basename(CUSTOM)}\n\nThe data of `{CUSTOM}`, seeds [3]")
+    rows = [ln.split(" | ")[0] for ln in md.splitlines() if ln.startswith("| ") and "**" in ln]
+    assert rows == ["| FCN", "| AttnConv"]
+    assert "minus FCN" not in md and "Context Shapes" not in md
+    runs = json.load(open(osp.join(out, "runs.json")))["runs"]
+    assert [(r["name"], r["seed"], r["max_iters"]) for r in runs] == [
+        ("FCN", 3, 2), ("AttnConv", 3, 2)
+    ]  # fmt: skip
+    log = open(osp.join(out, "attnconv_r18-d8_context-shapes", "seed3", "run.log")).read()
+    assert "num_classes=3" in log.replace(" ", "") and data in log
+    assert cv2.imread(osp.join(out, "results.png")) is not None
 
 
 # A stand-in for tools/run_demo.py: writes its arguments as the result (or fails on seed 13).
@@ -114,8 +196,10 @@ def test_chart_names_each_heads_backbone():
     assert labels == list(segnext)
     title, _ = chart_labels(rows("FCN", "HamHead-NMF", seeds=(0, 1, 2)))
     assert title == "Context Shapes, ResNetV1c-18 OS8, 500 iters, 3 seeds (dots)"
-    title, labels = chart_labels(rows(*HEADS))  # the full comparison
+    title, labels = chart_labels(rows(*(label for label, _ in HEADS.values())))  # all heads
     assert "ResNet" not in title and "MSCAN" not in title
     assert labels[0] == "FCN\n(ResNetV1c-18 OS8)"
     assert labels[-1] == "SegNeXt-T HamLightHead\n(MSCAN-T)"
-    assert "PolyNL\n(ResNetV1c-18 OS8)" in labels
+    assert "PolyNL\n(ResNetV1c-18 OS8)" in labels and "AttnConv\n(ResNetV1c-18 OS8)" in labels
+    title, _ = chart_labels(rows("FCN"), "configs/custom/mine.py")
+    assert title == "mine.py, ResNetV1c-18 OS8, 500 iters, 1 seed (dots)"

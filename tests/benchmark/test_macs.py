@@ -94,3 +94,33 @@ def test_demo_ham_head_under_mmengines_complexity_counter_is_the_hand_count(hw):
     total, by_op = count_macs(head, features)
     assert total == info["flops"]
     assert sum(by_op.get(op, 0) for op in PRODUCT_OPS) == hand
+
+
+@pytest.mark.parametrize("mu, index", [(True, True), (False, False)])
+def test_attn_conv_count_equals_hand_count(mu, index):
+    """AttnConv (Andreoli Eq. 7-10): per sample x Lambda^query, x Lambda^key, x Theta^value
+    (3 N C K D), x mu (N C K), the K score maps (K N^2 D) and A_k^T x Theta_k^value
+    (K N^2 D_v), [h_1..h_K] Theta^O^T (N K D_v C), the 3x3 index heads (9 C^2 N): mmengine's
+    counter sees every product (the stacked-head layout keeps the batched matmuls 3-D)."""
+    from hamseg.models import AttnConv
+
+    b, c, h, w, k, d, dv = 2, 12, 7, 9, 3, 5, 4
+    module = AttnConv(c, k, d, dv, with_mu=mu, index_heads=index)
+    n = h * w
+    hand = 2 * n * c * k * d + n * c * k * dv + k * n * n * (d + dv) + n * k * dv * c
+    hand += (n * c * k if mu else 0) + (9 * c * c * n if index else 0)
+    _, by_op = count_macs(module, torch.randn(b, c, h, w))
+    assert sum(by_op.get(op, 0) for op in PRODUCT_OPS) == b * hand
+    assert count_run_macs(module, torch.randn(b, c, h, w)) == b * hand
+
+
+def test_attn_conv_row_at_the_paper_shape_by_hand():
+    """The Table 3 row's AttnConv(512, 8 heads, D = D_v = 64, mu, index heads) on 1x512x128x128:
+    292.1 G MACs of attention (the score and value products 2 x 137.4 G, as SA's) + 38.7 G of
+    the 3x3 index heads = 330.8 G, counted by hand (the maps need ~26 GB to run here)."""
+    n, c, k, d = 128 * 128, 512, 8, 64
+    attn = 3 * n * c * k * d + n * c * k + 2 * k * n * n * d + n * k * d * c
+    assert (round(attn / 1e9, 1), round((attn + 9 * c * c * n) / 1e9, 1)) == (292.1, 330.8)
+    assert sum(p.numel() for p in SPECS["attnconv"].build(c, 64, 6).parameters()) == (
+        4 * c * k * d + c * k + 9 * c * c
+    )

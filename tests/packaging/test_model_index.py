@@ -99,7 +99,7 @@ def measured_demo_metrics() -> dict[str, dict[str, float]]:
     ``mIoU`` and ``mIoU std (N seeds)``, over one seed ``mIoU (1 seed)``."""
     from hamseg.apis.demo import HEADS
 
-    configs = dict(HEADS)  # display name in the tables -> config
+    configs = dict(HEADS.values())  # label in the tables -> config
     measured = {}
     for path in sorted(glob.glob(osp.join(REPO, "docs", "demo_results*.md"))):
         for cells in table_rows(path):
