@@ -24,6 +24,7 @@ from mmengine.runner import IterBasedTrainLoop
 from mmseg.registry import HOOKS
 
 from .checkpoints import ATOMIC_BACKEND, POINTER, atomic_write
+from .random_state import gather_rng_states
 from .stop import TrainingStopped, agree_max
 
 #: Exit code after a signal stop with its checkpoint written (sysexits.h EX_TEMPFAIL).
@@ -164,6 +165,7 @@ class PreemptionHook(Hook):
     def _save(self, runner) -> str:
         """Checkpoint this iteration (every rank calls, the main rank writes); its path."""
         step = runner.iter + 1
+        gather_rng_states(runner)  # also for a CheckpointHook that does not gather
         hook = next((h for h in runner.hooks if isinstance(h, CheckpointHook)), None)
         if hook is not None and not hook.by_epoch:
             path = hook.file_backend.join_path(hook.out_dir, hook.filename_tmpl.format(step))
