@@ -1,9 +1,10 @@
 """Train a segmentor with hamseg: mmseg 1.x's command line, on GPUs or CPU.
 
 Every run also gets hamseg's guard hooks (unless the config configures them itself): a signal
-(SIGTERM, SIGUSR1) checkpoints the current iteration and exits with code 75 (requeueing a slurm
-job on SIGUSR1), a non-finite loss stops with code 65 before it is saved, and checkpoints carry
-the random state for an exact resume. See docs/robustness.md.
+(SIGTERM, SIGUSR1, Ctrl-C) checkpoints the current iteration and exits with code 75 (requeueing a
+slurm job on SIGUSR1; a second Ctrl-C aborts at once), a non-finite loss stops with code 65
+before it is saved, and checkpoints carry every rank's random state for an exact resume.
+See docs/robustness.md.
 
 Examples:
     python tools/train.py configs/ham_voc.py

@@ -1,4 +1,4 @@
-"""Checkpoint on a signal (pre-emption, time limit), requeue the slurm job, exit with code 75:
+"""Checkpoint on a signal (pre-emption, time limit, Ctrl-C), requeue the slurm job, exit 75:
 every rank finishes the iteration, its checkpoint is written once all agree, and DataLoader
 workers drop the signals unless their parent sends them. docs/robustness.md, "Pre-emption"."""
 
@@ -87,7 +87,8 @@ class PreemptionHook(Hook):
     """On a signal: finish the iteration, checkpoint it once all ranks agree, requeue, stop.
 
     Args:
-        signals: Signals that stop training (names or numbers); [] turns the hook off.
+        signals: Signals that stop training (names or numbers); [] turns the hook off. A
+            second SIGINT (Ctrl-C) aborts at once (KeyboardInterrupt).
         requeue: Requeue the slurm job after the checkpoint; None: if ``SLURM_JOB_ID`` is set.
         requeue_signals: Which of ``signals`` requeue (not SIGTERM: ``scancel`` sends it).
         exit_code: Exit code of the stopped process.
@@ -97,7 +98,7 @@ class PreemptionHook(Hook):
 
     def __init__(
         self,
-        signals: Sequence[str | int] = ("SIGTERM", "SIGUSR1"),
+        signals: Sequence[str | int] = ("SIGTERM", "SIGUSR1", "SIGINT"),
         requeue: bool | None = None,
         requeue_signals: Sequence[str | int] = ("SIGUSR1",),
         exit_code: int = PREEMPTED_EXIT_CODE,
@@ -112,6 +113,8 @@ class PreemptionHook(Hook):
         protect_workers(self.signals)  # the train DataLoader starts its workers before_run
 
     def _handler(self, signum: int, frame: Any) -> None:
+        if signum == signal.SIGINT and signum in self.received:
+            raise KeyboardInterrupt  # a second Ctrl-C: abort at once
         if signum not in self.received:
             self.received.append(signum)
 

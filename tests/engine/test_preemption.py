@@ -47,7 +47,7 @@ pytestmark = pytest.mark.usefixtures("one_thread", "own_signal_handlers")
 @pytest.fixture
 def own_signal_handlers():
     """A stopped run keeps its handlers until the process exits: put this session's back."""
-    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGUSR1)}
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)}
     yield
     for signum, handler in before.items():
         signal.signal(signum, handler)
@@ -122,9 +122,9 @@ def test_signal_checkpoints_that_iteration_then_leaves_train_with_exit_code(tmp_
 def test_before_the_exit_only_the_hooks_signals_become_ignored():
     signal.signal(signal.SIGUSR2, signal.default_int_handler)  # someone else's handler
     try:
-        hook = PreemptionHook(signals=["SIGTERM", "SIGUSR1"])
+        hook = PreemptionHook()
         hook.before_train(None)
-        assert ignore_signals_until_exit() == [signal.SIGUSR1, signal.SIGTERM]
+        assert ignore_signals_until_exit() == [signal.SIGINT, signal.SIGUSR1, signal.SIGTERM]
         assert (
             signal.getsignal(signal.SIGTERM) == signal.getsignal(signal.SIGUSR1) == signal.SIG_IGN
         )
@@ -459,3 +459,17 @@ def test_slurm_two_tasks_requeue_exactly_once(tmp_path, tiny_data):
     assert "slurm job 4242 requeued" in results[0][1]
     assert sorted(n for n in os.listdir(work) if n.endswith(".pth")) == ["iter_2.pth"]
 
+
+def test_ctrl_c_checkpoints_like_sigterm_and_a_second_one_aborts(tmp_path, tiny_data):
+    before = signal.getsignal(signal.SIGINT)
+    hooks = [dict(type="SignalAtIterHook", at=2, sig="SIGINT"), dict(type="PreemptionHook")]
+    stop, events, work, runner = run_until_signal(tmp_path, tiny_data, hooks)
+    assert stop is not None and stop.exit_code == 75
+    assert str(stop).startswith(f"training stopped by SIGINT after iteration 2: {work}/iter_2.pth")
+    assert events == ["save@2", "after_train"]
+    hook = next(h for h in runner.hooks if isinstance(h, PreemptionHook))
+    with pytest.raises(KeyboardInterrupt):  # the second Ctrl-C, through the kernel
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # the handler raises at the next bytecode; never slept out
+    hook.restore_signal_handlers()
+    assert signal.getsignal(signal.SIGINT) == before
