@@ -1,8 +1,7 @@
 """Exact resume: mmengine 0.10.7 restores weights, optimizer, schedule and sampler, but not the
-random generators. :class:`RandomStateHook` stores every rank's in each checkpoint (gathered to
-the main rank, which alone writes it), restores each rank's own after resume's fast-forward over
-the trained batches (which replays the DataLoader workers' draws), and keeps validation from
-consuming them. docs/robustness.md, "Exact resume"."""
+random generators. :class:`RandomStateHook` stores every rank's in each checkpoint, restores each
+rank's own after resume's fast-forward (which replays the DataLoader workers' draws), and keeps
+validation from consuming them. docs/robustness.md, "Exact resume"."""
 
 from __future__ import annotations
 
@@ -60,6 +59,9 @@ class _RestoreAfterSkip:
         return batch
 
 
+_INEXACT = ", so the resumed run is not exact (same world size: exact)"
+
+
 def gather_rng_states(runner) -> None:
     """Every rank calls it before a checkpoint is written: all ranks' states go to the
     :class:`RandomStateHook` of the main rank, which writes them (a collective)."""
@@ -70,9 +72,8 @@ def gather_rng_states(runner) -> None:
 
 @HOOKS.register_module()
 class RandomStateHook(Hook):
-    """Save every rank's generator states with each checkpoint (gathered by
-    :func:`gather_rng_states`), restore each rank's own on resume with the same world size, and
-    undo validation's draws."""
+    """Save every rank's generator states with each checkpoint (:func:`gather_rng_states`),
+    restore each rank's own on resume with the same world size, undo validation's draws."""
 
     priority = "VERY_HIGH"
 
@@ -95,13 +96,8 @@ class RandomStateHook(Hook):
         if states is None or runner.iter == 0:
             return  # a new run (load_from weights only) keeps its seeded generators
         if len(states) != get_world_size():
-            print_log(
-                f"the checkpoint holds the random states of {len(states)} rank(s), this run has "
-                f"{get_world_size()}: not restored, so data order and random draws after the "
-                "resume differ from an uninterrupted run (resume with the same world size for "
-                "an exact one)",
-                logger="current",
-            )
+            has = f"{len(states)} rank(s), this run has {get_world_size()}: not restored"
+            print_log(f"the checkpoint holds the random states of {has}{_INEXACT}", "current")
         elif getattr(runner.train_loop, "dataloader_iterator", None) is not None:  # iter-based
             loop = runner.train_loop
             loop.dataloader_iterator = _RestoreAfterSkip(loop, runner.iter, states[get_rank()])
