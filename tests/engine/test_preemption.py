@@ -243,7 +243,7 @@ def write_config(path, base: str, *lines: str) -> str:
 
 
 def train_args(config: str, work: str, data: str, *extra: str, max_iters: int = 8) -> list[str]:
-    options = [*data_options(data), f"train_cfg.max_iters={max_iters}"]
+    options = [*data_options(data), f"max_iters={max_iters}"]
     return [TRAIN, config, "--work-dir", work, *extra, "--cfg-options", *options]
 
 
@@ -369,7 +369,7 @@ def test_signals_while_the_stopped_process_exits_change_neither_code_nor_checkpo
 def torchrun(config: str, work: str, data: str, port: int, *extra: str, max_iters: int = 6):
     """tools/dist_train.sh with 2 CPU processes (exec: the Popen pid is torchrun's)."""
     cmd = ["bash", osp.join(REPO, "tools", "dist_train.sh"), config, "2", "--work-dir", work]
-    cmd += [*extra, "--cfg-options", *data_options(data), f"train_cfg.max_iters={max_iters}"]
+    cmd += [*extra, "--cfg-options", *data_options(data), f"max_iters={max_iters}"]
     path = f"{osp.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"
     return start_process(cmd, dict(PATH=path, PORT=str(port)))
 
