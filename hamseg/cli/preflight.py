@@ -25,7 +25,8 @@ VALIDATE = "python tools/validate_dataset.py {}"
 
 def scan_data(cfg: Config, splits: Sequence[str], config: str) -> None:
     """Scan every sample of the ``splits``; print each problem, then raise in one line."""
-    start, workers = time.perf_counter(), 1 if cfg.launcher != "none" else min(4, os.cpu_count())
+    workers = 1 if cfg.launcher != "none" else min(4, os.cpu_count() or 1)
+    start = time.perf_counter()
     reports = validate_splits(cfg, [s for s in defined_splits(cfg) if s in splits], workers, False)
     problems = [problem for report in reports for problem in report.problems]
     took = f"{time.perf_counter() - start:.1f} s, {workers} process(es); --skip-data-check"
