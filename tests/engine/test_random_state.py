@@ -60,7 +60,7 @@ def test_every_ranks_state_is_saved_and_another_world_size_says_what_is_not_exac
     assert draws() == expected
     hook.after_load_checkpoint(runner, dict(rng_state=[get_rng_state()] * 2))
     logged: list[str] = []
-    monkeypatch.setattr("hamseg.engine.random_state.print_log", lambda m, **_: logged.append(m))
+    monkeypatch.setattr("hamseg.engine.random_state.print_log", lambda m, *_: logged.append(m))
     hook.before_train(runner)
     out = logged[0]
     assert "holds the random states of 2 rank(s), this run has 1: not restored" in out
