@@ -16,10 +16,12 @@ import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mm
 
 # isort: split
 from mmengine.config import DictAction  # noqa: E402
+from mmengine.logging import print_log  # noqa: E402
 from mmengine.runner import Runner  # noqa: E402
 
 from hamseg.apis.checkpoint import check_checkpoint_file  # noqa: E402
 from hamseg.cli import LAUNCHERS, CLIError, build_config, run_cli  # noqa: E402
+from hamseg.cli.preflight import naming_validate_dataset, scan_data  # noqa: E402
 from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
 from hamseg.utils.errors import require_file  # noqa: E402
 
@@ -36,6 +38,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--tta", action="store_true", help="test-time augmentation (config's)")
     parser.add_argument(
         "--cfg-options", nargs="+", action=DictAction, help="override config keys: key=value"
+    )
+    parser.add_argument(
+        "--skip-data-check", action="store_true", help="no scan of every sample before testing"
     )
     parser.add_argument("--launcher", choices=LAUNCHERS, default="none", help="job launcher")
     parser.add_argument("--local_rank", "--local-rank", type=int, default=0)
@@ -67,9 +72,15 @@ def main() -> None:
         cfg.test_evaluator["output_dir"] = args.out
         cfg.test_evaluator["keep_results"] = True
     check_dataset_paths(cfg, splits=("test",))
+    if not args.skip_data_check:
+        scan_data(cfg, ("test",), args.config)
     runner = Runner.from_cfg(cfg)
     check_checkpoint_file(runner.model, checkpoint)  # strict: another class count stops here
-    runner.test()
+    with naming_validate_dataset(args.config):
+        runner.test()
+    if args.show_dir:  # mmengine Visualizer: <save_dir>/vis_data, LocalVisBackend: vis_image
+        where = osp.join(args.show_dir, "vis_data", "vis_image")
+        print_log(f"--show-dir: painted predictions written to {where}", "current")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """Train a segmentor with hamseg: mmseg 1.x's command line, on GPUs or CPU.
 
 Every run also gets hamseg's guard hooks (unless the config configures them itself): a signal
-(SIGTERM, SIGUSR1) checkpoints the current iteration and exits with code 75 (requeueing a slurm
-job on SIGUSR1), a non-finite loss stops with code 65 before it is saved, and checkpoints carry
-the random state for an exact resume. See docs/robustness.md.
+(SIGTERM, SIGUSR1, Ctrl-C) checkpoints the current iteration and exits with code 75 (requeueing a
+slurm job on SIGUSR1; a second Ctrl-C aborts at once), a non-finite loss stops with code 65
+before it is saved, and checkpoints carry every rank's random state for an exact resume.
+See docs/robustness.md.
 
 Examples:
     python tools/train.py configs/ham_voc.py
@@ -27,7 +28,8 @@ from mmengine.runner import Runner  # noqa: E402
 from mmseg.registry import RUNNERS  # noqa: E402
 
 from hamseg.cli import LAUNCHERS, add_guard_hooks, build_config, enable_amp, run_cli  # noqa: E402
-from hamseg.cli.resume import apply_resume, report_load_from  # noqa: E402
+from hamseg.cli.preflight import check_schedule, naming_validate_dataset, scan_data  # noqa: E402
+from hamseg.cli.resume import apply_resume, finished_run, report_load_from  # noqa: E402
 from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
 
 
@@ -49,6 +51,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--cfg-options", nargs="+", action=DictAction, help="override config keys: key=value"
     )
+    parser.add_argument(
+        "--skip-data-check", action="store_true", help="no scan of every sample before training"
+    )
+    parser.add_argument(
+        "--allow-schedule-mismatch",
+        action="store_true",
+        help="train although the last scheduler ends before/after train_cfg.max_iters",
+    )
     parser.add_argument("--launcher", choices=LAUNCHERS, default="none", help="job launcher")
     parser.add_argument("--local_rank", "--local-rank", type=int, default=0)
     return parser.parse_args()
@@ -59,14 +69,21 @@ def main() -> None:
     cfg = build_config(args.config, args.cfg_options, args.work_dir, args.launcher, args.local_rank)
     if args.amp:
         enable_amp(cfg)
-    apply_resume(cfg, args.resume)
+    check_schedule(cfg, args.allow_schedule_mismatch)
+    done = finished_run(cfg, apply_resume(cfg, args.resume))
+    if done:
+        print_log(done, "current")
+        return
     added = add_guard_hooks(cfg)
     if added:
         print_log(f"Guard hooks added: {', '.join(added)}", "current")
     check_dataset_paths(cfg, splits=("train", "val"))
+    if not args.skip_data_check:
+        scan_data(cfg, ("train", "val"), args.config)
     runner = Runner.from_cfg(cfg) if "runner_type" not in cfg else RUNNERS.build(cfg)
     report_load_from(runner, cfg)  # fine-tuning: which tensors keep their init, in one line
-    runner.train()
+    with naming_validate_dataset(args.config):
+        runner.train()
 
 
 if __name__ == "__main__":

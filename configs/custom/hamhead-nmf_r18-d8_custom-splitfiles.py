@@ -1,3 +1,5 @@
+# (The template takes this layout directly: set split_dir="splits", img_dir="images",
+# ann_dir="masks" in your copy. This child does the same for a copy that keeps folder splits.)
 # Your dataset in flat folders, its splits given by split files (docs/custom_dataset.md):
 #   <data_root>/images/NAME.jpg, <data_root>/masks/NAME_mask.png (one folder for all images,
 #   one for all label maps), <data_root>/splits/train.txt and val.txt (one NAME per line, no

@@ -16,6 +16,9 @@ train_dataloader = dict(
         _delete_=True,
         type="PascalVOCDataset",
         data_root="data/VOCdevkit/VOC2012",
+        # Labels: the official SegmentationClass (border band 255). The release reads
+        # SegmentationClassAug for every image: --cfg-options
+        # train_dataloader.dataset.data_prefix.seg_map_path=SegmentationClassAug (docs/recipes.md)
         data_prefix=dict(img_path="JPEGImages", seg_map_path="SegmentationClass"),
         ann_file="ImageSets/Segmentation/trainval.txt",
         pipeline={{_base_.train_pipeline}},

@@ -1,5 +1,5 @@
-"""The command-line layer: what every tool shares (:mod:`.common`), ``--resume`` semantics
-(:mod:`.resume`) and the mmseg-tool front end (:mod:`.mmseg_tool`)."""
+"""The command-line layer: what every tool shares (:mod:`.common`), checks before iteration 1
+(:mod:`.preflight`), ``--resume`` (:mod:`.resume`), mmseg's tools (:mod:`.mmseg_tool`)."""
 
 from .common import (
     GUARD_HOOKS,

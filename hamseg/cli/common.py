@@ -155,8 +155,9 @@ def run_cli(main: Callable[[], None]) -> None:
     missing file or dataset, an invalid sample, a class count that differs from the dataset's,
     an unsafe or corrupt checkpoint, also when raised in a DataLoader worker. A run stopped on
     purpose (:class:`~hamseg.engine.stop.TrainingStopped`: signal 75, divergence 65) is one
-    line from the main rank and its exit code, with the hook's signals ignored until the exit.
-    Anything else keeps its traceback. A distributed run leaves its process group first.
+    line from the main rank and its exit code, with the hook's signals ignored until the exit;
+    Ctrl-C that aborts (a second one) is one line and 130. Anything else keeps its traceback.
+    A distributed run leaves its process group first.
     """
     user_errors = (UsageError, FileNotFoundError, InvalidSampleError, ClassCountError)
     user_errors += (UnsafeCheckpointError, CorruptCheckpointError)
@@ -171,6 +172,9 @@ def run_cli(main: Callable[[], None]) -> None:
     except user_errors as err:
         print(f"error: {user_message(err)}", file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt:  # the PreemptionHook's second Ctrl-C, or one before training
+        print("interrupted: stopped at once, no checkpoint of this iteration", file=sys.stderr)
+        sys.exit(130)
     # Out of the except block nothing holds the run's frames (runner, DDP model) any more: the
     # process group and its threads can go now, while the interpreter is whole.
     leave_process_group()

@@ -9,6 +9,7 @@ docs/robustness.md, "What --resume means".
 
 from __future__ import annotations
 
+import os
 import os.path as osp
 from typing import Any, Optional
 
@@ -22,17 +23,27 @@ from hamseg.utils.errors import require_file
 
 from .common import CLIError
 
-__all__ = ["apply_resume", "report_load_from"]
+__all__ = ["apply_resume", "finished_run", "report_load_from"]
 
 
-def _checkpoint_seed(path: str) -> Optional[int]:
-    """``meta.seed`` of a local checkpoint (memory-mapped: the tensors are not read)."""
+def _checkpoint_meta(path: str) -> dict:
+    """``meta`` of a local checkpoint (memory-mapped: the tensors are not read)."""
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except Exception:  # the Runner's own load reports an unreadable file clearly
-        return None
-    seed = checkpoint.get("meta", {}).get("seed") if isinstance(checkpoint, dict) else None
-    return int(seed) if seed is not None else None
+        return {}
+    return checkpoint.get("meta") or {} if isinstance(checkpoint, dict) else {}
+
+
+def finished_run(cfg: Config, target: Optional[str]) -> Optional[str]:
+    """One line if ``target`` is at or past ``max_iters`` (``max_epochs``), else None."""
+    train, meta = cfg.get("train_cfg") or {}, _checkpoint_meta(target) if target else {}
+    for unit in ("iter", "epoch"):
+        done, total = meta.get(unit), train.get(f"max_{unit}s")
+        if done is not None and total is not None and done >= total:
+            done = f"{target} is at {unit} {done} of max_{unit}s={total}: the run is complete"
+            return f"{done}, nothing to train (to go on: --cfg-options max_iters=N)"
+    return None
 
 
 def apply_resume(cfg: Config, resume: Optional[str]) -> Optional[str]:
@@ -66,15 +77,19 @@ def apply_resume(cfg: Config, resume: Optional[str]) -> Optional[str]:
     elif cfg.get("resume") and cfg.get("load_from"):
         target = cfg.load_from
     load_from = cfg.get("load_from")
-    if target is None and load_from and "://" not in load_from and not osp.isfile(load_from):
+    local = target is None and load_from and "://" not in load_from
+    where = "" if not local or osp.isabs(load_from) else f", relative to {os.getcwd()}"
+    if local and not osp.isfile(load_from):
         raise CLIError(
-            f"load_from checkpoint not found: {load_from} "
+            f"load_from checkpoint not found: {load_from}{where} "
             "(set another with --cfg-options load_from=PATH)"
         )
+    if where:  # mmengine reads it against the working directory, not the config's folder
+        print_log(f"load_from={load_from}{where}: {osp.abspath(load_from)}", "current")
     if target is not None and (cfg.get("randomness") or {}).get("seed") is None:
-        seed = _checkpoint_seed(target)
+        seed = _checkpoint_meta(target).get("seed")
         if seed is not None:
-            cfg.randomness = dict(cfg.get("randomness") or {}, seed=seed)
+            cfg.randomness = dict(cfg.get("randomness") or {}, seed=int(seed))
     return target
 
 

@@ -175,10 +175,29 @@ def _missing_paths(dataset_cfg: dict) -> list[str]:
     return missing
 
 
+def _suffixed_names(dataset_cfg: dict) -> Optional[str]:
+    """What is wrong with a split file whose names carry the image suffix (added again)."""
+    ann, suffix = dataset_cfg.get("ann_file"), dataset_cfg.get("img_suffix", ".jpg")
+    root = dataset_cfg.get("data_root") or ""
+    path = osp.join(root, ann) if isinstance(ann, str) and ann and not osp.isabs(ann) else ann
+    if not (suffix and isinstance(path, str) and path and osp.isfile(path)):
+        return None
+    with open(path) as lines:
+        first = next((line.strip() for line in lines if line.strip()), "")
+    if not first.endswith(suffix):
+        return None
+    return (
+        f"split file {path} lists names with the image suffix ({first}), and img_suffix "
+        f"{suffix!r} is added to each ({first}{suffix}): list names without it "
+        f"({first[: -len(suffix)]})"
+    )
+
+
 def check_dataset_paths(cfg: Config, splits: Optional[Sequence[str]] = None) -> None:
     """:func:`use_checked_loaders`, then every dataset folder and split file of the splits
     (default: all) must exist (else :class:`DatasetNotFoundError` naming the missing paths of
-    the first dataset with one and the command that prepares it), then
+    the first dataset with one and the command that prepares it; also for a split file whose
+    names carry the image suffix), then
     :func:`check_num_classes` and :func:`check_label_free_splits`."""
     use_checked_loaders(cfg, splits)
     for split, dataset_cfg in split_datasets(cfg, splits):
@@ -189,6 +208,8 @@ def check_dataset_paths(cfg: Config, splits: Optional[Sequence[str]] = None) -> 
                 f"data_root={dataset_cfg.get('data_root')!r}): not found: "
                 f"{'; '.join(missing)}. {prepare_hint(dataset_cfg, missing[0])}"
             )
+        if problem := _suffixed_names(dataset_cfg):
+            raise DatasetNotFoundError(f"{split}_dataloader: {problem}")
     check_num_classes(cfg, splits)
     check_label_free_splits(cfg, splits)
 

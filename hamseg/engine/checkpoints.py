@@ -19,6 +19,8 @@ from mmseg.registry import HOOKS
 
 from hamseg.compat.checkpoint import is_complete_checkpoint
 
+from .random_state import gather_rng_states
+
 #: Name of :class:`AtomicLocalBackend` in mmengine's file backends (``backend_args``).
 ATOMIC_BACKEND = "hamseg_atomic_local"
 POINTER = "last_checkpoint"
@@ -66,8 +68,9 @@ register_backend(ATOMIC_BACKEND, AtomicLocalBackend)
 @HOOKS.register_module()
 class AtomicCheckpointHook(CheckpointHook):
     """mmengine's ``CheckpointHook`` (same options) writing local checkpoints and the
-    ``last_checkpoint`` pointer atomically; ``out_dir``/``backend_args`` naming a remote store
-    (``s3://``, ``backend='petrel'``, ...) or ``file_client_args`` keep mmengine's writes."""
+    ``last_checkpoint`` pointer atomically, with every rank's random states; ``out_dir`` or
+    ``backend_args`` naming a remote store (``s3://``, ``backend='petrel'``, ...) or
+    ``file_client_args`` keep mmengine's writes."""
 
     def __init__(self, **kwargs) -> None:
         backend_args = kwargs.get("backend_args") or {}
@@ -93,6 +96,7 @@ class AtomicCheckpointHook(CheckpointHook):
         name = self.filename_tmpl.format(step)
         self.last_ckpt = self.file_backend.join_path(self.out_dir, name)
         runner.message_hub.update_info("last_ckpt", self.last_ckpt)
+        gather_rng_states(runner)  # every rank; the main rank writes
         runner.save_checkpoint(
             self.out_dir,
             name,

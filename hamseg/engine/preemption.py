@@ -1,4 +1,4 @@
-"""Checkpoint on a signal (pre-emption, time limit), requeue the slurm job, exit with code 75:
+"""Checkpoint on a signal (pre-emption, time limit, Ctrl-C), requeue the slurm job, exit 75:
 every rank finishes the iteration, its checkpoint is written once all agree, and DataLoader
 workers drop the signals unless their parent sends them. docs/robustness.md, "Pre-emption"."""
 
@@ -24,6 +24,7 @@ from mmengine.runner import IterBasedTrainLoop
 from mmseg.registry import HOOKS
 
 from .checkpoints import ATOMIC_BACKEND, POINTER, atomic_write
+from .random_state import gather_rng_states
 from .stop import TrainingStopped, agree_max
 
 #: Exit code after a signal stop with its checkpoint written (sysexits.h EX_TEMPFAIL).
@@ -86,7 +87,8 @@ class PreemptionHook(Hook):
     """On a signal: finish the iteration, checkpoint it once all ranks agree, requeue, stop.
 
     Args:
-        signals: Signals that stop training (names or numbers); [] turns the hook off.
+        signals: Signals that stop training (names or numbers); [] turns the hook off. A
+            second SIGINT (Ctrl-C) aborts at once (KeyboardInterrupt).
         requeue: Requeue the slurm job after the checkpoint; None: if ``SLURM_JOB_ID`` is set.
         requeue_signals: Which of ``signals`` requeue (not SIGTERM: ``scancel`` sends it).
         exit_code: Exit code of the stopped process.
@@ -96,7 +98,7 @@ class PreemptionHook(Hook):
 
     def __init__(
         self,
-        signals: Sequence[str | int] = ("SIGTERM", "SIGUSR1"),
+        signals: Sequence[str | int] = ("SIGTERM", "SIGUSR1", "SIGINT"),
         requeue: bool | None = None,
         requeue_signals: Sequence[str | int] = ("SIGUSR1",),
         exit_code: int = PREEMPTED_EXIT_CODE,
@@ -111,6 +113,8 @@ class PreemptionHook(Hook):
         protect_workers(self.signals)  # the train DataLoader starts its workers before_run
 
     def _handler(self, signum: int, frame: Any) -> None:
+        if signum == signal.SIGINT and signum in self.received:
+            raise KeyboardInterrupt  # a second Ctrl-C: abort at once
         if signum not in self.received:
             self.received.append(signum)
 
@@ -164,6 +168,7 @@ class PreemptionHook(Hook):
     def _save(self, runner) -> str:
         """Checkpoint this iteration (every rank calls, the main rank writes); its path."""
         step = runner.iter + 1
+        gather_rng_states(runner)  # also for a CheckpointHook that does not gather
         hook = next((h for h in runner.hooks if isinstance(h, CheckpointHook)), None)
         if hook is not None and not hook.by_epoch:
             path = hook.file_backend.join_path(hook.out_dir, hook.filename_tmpl.format(step))

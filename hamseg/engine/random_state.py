@@ -1,7 +1,7 @@
 """Exact resume: mmengine 0.10.7 restores weights, optimizer, schedule and sampler, but not the
-random generators. :class:`RandomStateHook` stores them in every checkpoint, restores them after
-resume's fast-forward over the trained batches, and keeps validation from consuming them.
-docs/robustness.md, "Exact resume"."""
+random generators. :class:`RandomStateHook` stores every rank's in each checkpoint, restores each
+rank's own after resume's fast-forward (which replays the DataLoader workers' draws), and keeps
+validation from consuming them. docs/robustness.md, "Exact resume"."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from mmengine.dist import get_world_size
+from mmengine.dist import all_gather_object, get_rank, get_world_size
 from mmengine.hooks import Hook
 from mmengine.logging import print_log
 from mmseg.registry import HOOKS
@@ -59,35 +59,50 @@ class _RestoreAfterSkip:
         return batch
 
 
+_INEXACT = ", so the resumed run is not exact (same world size: exact)"
+
+
+def gather_rng_states(runner) -> None:
+    """Every rank calls it before a checkpoint is written: all ranks' states go to the
+    :class:`RandomStateHook` of the main rank, which writes them (a collective)."""
+    hook = next((h for h in runner.hooks if isinstance(h, RandomStateHook)), None)
+    if hook is not None:
+        hook.gathered = (runner.iter, all_gather_object(get_rng_state()))
+
+
 @HOOKS.register_module()
 class RandomStateHook(Hook):
-    """Save the generators' states (the main rank's) with every checkpoint, restore them on
-    resume (every rank; not with ``diff_rank_seed=True``), and undo validation's draws."""
+    """Save every rank's generator states with each checkpoint (:func:`gather_rng_states`),
+    restore each rank's own on resume with the same world size, undo validation's draws."""
 
     priority = "VERY_HIGH"
 
     def __init__(self) -> None:
-        self._loaded: dict | None = None
+        self._loaded: list | None = None
         self._before_val: dict | None = None
+        self.gathered: tuple[int, list] | None = None  # (iteration, states of ranks 0..N-1)
 
     def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
-        checkpoint["rng_state"] = get_rng_state()
+        fresh = self.gathered is not None and self.gathered[0] == runner.iter
+        checkpoint["rng_state"] = self.gathered[1] if fresh else [get_rng_state()]
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
-        self._loaded = checkpoint.get("rng_state")  # used only if this load is a resume
+        state = checkpoint.get("rng_state")  # used only if this load is a resume
+        self._loaded = [state] if isinstance(state, dict) else state  # older: one dict
 
     def before_train(self, runner) -> None:
         """After a resume, restore the generators once the trained batches are skipped."""
-        state, self._loaded = self._loaded, None
-        if state is None or runner.iter == 0:
+        states, self._loaded = self._loaded, None
+        if states is None or runner.iter == 0:
             return  # a new run (load_from weights only) keeps its seeded generators
-        if get_world_size() > 1 and (runner.cfg.get("randomness") or {}).get("diff_rank_seed"):
-            print_log("diff_rank_seed=True: random states are not restored", logger="current")
+        if len(states) != get_world_size():
+            has = f"{len(states)} rank(s), this run has {get_world_size()}: not restored"
+            print_log(f"the checkpoint holds the random states of {has}{_INEXACT}", "current")
         elif getattr(runner.train_loop, "dataloader_iterator", None) is not None:  # iter-based
             loop = runner.train_loop
-            loop.dataloader_iterator = _RestoreAfterSkip(loop, runner.iter, state)
+            loop.dataloader_iterator = _RestoreAfterSkip(loop, runner.iter, states[get_rank()])
         else:  # an epoch-based loop restarts its epoch: no fast-forward to wait for
-            set_rng_state(state)
+            set_rng_state(states[get_rank()])
 
     def before_val(self, runner) -> None:
         self._before_val = get_rng_state()

@@ -76,10 +76,22 @@ def heads(model_cfg: Any) -> Iterator[tuple[str, dict]]:
 
 def merge_cfg_options(cfg: Config, options: dict, merge: Callable = Config.merge_from_dict, *args):
     """``--cfg-options``: ``merge(cfg, options, *args)``; ``data_root=PATH`` also moves every
-    dataset that had the variable's old value (copied into each when the file was read).
+    dataset that had the variable's old value (copied into each when the file was read);
+    ``max_iters=N`` also sets ``train_cfg.max_iters`` and moves the ``by_epoch=False`` scheduler
+    ends, ``val_interval`` and checkpoint interval that had the old value: one schedule knob.
     ``merge``: mmengine's, or the original when it is patched to call this."""
-    old = cfg.get("data_root")
+    old, train = cfg.get("data_root"), cfg.get("train_cfg") or {}
+    old_iters = cfg.get("max_iters", train.get("max_iters"))
     merge(cfg, options, *args)
+    if "max_iters" in options:
+        train, hooks = cfg.get("train_cfg") or {}, cfg.get("default_hooks") or {}
+        schedulers = cfg.get("param_scheduler") or []
+        schedulers = [schedulers] if isinstance(schedulers, dict) else schedulers
+        places = [(train, "val_interval"), (hooks.get("checkpoint") or {}, "interval")]
+        places += [(s, "end") for s in schedulers if s.get("by_epoch") is False]
+        for node, key in [(train, "max_iters"), *places]:
+            if node.get(key) == old_iters:
+                node[key] = options["max_iters"]
     new, moved = options.get("data_root"), "data_root" not in options
     for _, dataset in split_datasets(cfg, SPLITS) if not moved else ():
         if old is not None and dataset.get("data_root") == old:

@@ -13,7 +13,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from hamseg.cli import CLIError, add_guard_hooks, build_config
+from hamseg.cli import CLIError, add_guard_hooks, build_config, run_cli
 from hamseg.compat.package_lookup import PACKAGE_DIR
 from hamseg.engine import NonFiniteLossHook, PreemptionHook, RandomStateHook
 from hamseg.utils.errors import UsageError
@@ -144,3 +144,15 @@ def test_guards_are_added_unless_the_config_has_them():
     from mmengine.registry import HOOKS  # the root registry, whatever the default scope
 
     assert [HOOKS.get(t) for t in types] == [PreemptionHook, NonFiniteLossHook, RandomStateHook]
+
+
+def test_an_aborting_ctrl_c_is_one_line_and_exit_130(capsys):
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(SystemExit) as exit_:
+        run_cli(interrupted)
+    assert exit_.value.code == 130
+    assert capsys.readouterr().err == (
+        "interrupted: stopped at once, no checkpoint of this iteration\n"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import os.path as osp
 
 import pytest
@@ -57,7 +58,7 @@ def test_missing_checkpoints_are_one_line_errors(tmp_path):
         with pytest.raises(CLIError) as err:
             apply_resume(cfg.copy(), resume)
         assert str(err.value) == (
-            f"load_from checkpoint not found: {stage1} "
+            f"load_from checkpoint not found: {stage1}, relative to {os.getcwd()} "
             "(set another with --cfg-options load_from=PATH)"
         )
     with pytest.raises(FileNotFoundError, match="checkpoint to resume from not found: gone.pth"):

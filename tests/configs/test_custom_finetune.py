@@ -80,7 +80,7 @@ def test_finetune_from_demo_checkpoint(tmp_path):
     ]
     opts += [
         f"load_from={demo}",
-        "train_cfg.max_iters=3",
+        "max_iters=3",
         "train_cfg.val_interval=3",
         "default_hooks.checkpoint.interval=3",
         "train_dataloader.batch_size=2",

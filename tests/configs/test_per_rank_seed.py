@@ -56,7 +56,7 @@ def train_two_ranks(tmp_path, data_root: str, diff_rank_seed: bool) -> list[dict
     )
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
     cmd = [*torchrun, TRAIN, str(config), "--launcher", "pytorch", "--work-dir", str(work)]
-    cmd += ["--cfg-options", *data_options(data_root), "train_cfg.max_iters=1"]
+    cmd += ["--cfg-options", *data_options(data_root), "max_iters=1"]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=REPO)
     for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(key, None)

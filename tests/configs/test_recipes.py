@@ -198,6 +198,13 @@ def test_voc_stage2_recipe():
     )  # fmt: skip
     long = load("configs", "hamnet", "hamnet_r101-d8_8xb2-20k_voc12trainval-513x513.py")
     assert long.load_from == "work_dirs/hamnet_r101-d8_8xb2-60k_voc12aug-513x513/iter_60000.pth"
+    # the documented switch to the release's labels (docs/recipes.md, "Stage 2's labels")
+    from hamseg.cli import build_config
+
+    option = {"train_dataloader.dataset.data_prefix.seg_map_path": "SegmentationClassAug"}
+    release = build_config(osp.join(REPO, "configs", "ham_voc_trainval.py"), option)
+    prefix = release.train_dataloader.dataset.data_prefix
+    assert (prefix.img_path, prefix.seg_map_path) == ("JPEGImages", "SegmentationClassAug")
 
 
 @pytest.mark.parametrize(

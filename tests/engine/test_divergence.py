@@ -184,7 +184,7 @@ def test_fp16_nan_losses_of_skipped_steps_until_the_scaler_gives_up(tmp_path, ti
 @pytest.mark.slow
 def test_train_tool_exits_65_with_one_line(tmp_path, tiny_data):
     work = str(tmp_path / "work")
-    options = [*data_options(tiny_data), "optim_wrapper.optimizer.lr=1e8", "train_cfg.max_iters=9"]
+    options = [*data_options(tiny_data), "optim_wrapper.optimizer.lr=1e8", "max_iters=9"]
     options += ["default_hooks.checkpoint.interval=1"]
     result = run_tool([TRAIN, TINY_FCN, "--work-dir", work, "--cfg-options", *options])
     assert result.returncode == DIVERGED_EXIT_CODE, result.stderr[-3000:]
@@ -211,7 +211,7 @@ def test_torchrun_both_ranks_stop_when_one_rank_sees_a_non_finite_loss(tmp_path,
     )
     work = str(tmp_path / "work")
     cmd = ["bash", osp.join(REPO, "tools", "dist_train.sh"), str(config), "2", "--work-dir", work]
-    cmd += ["--cfg-options", *data_options(tiny_data), "train_cfg.max_iters=6"]
+    cmd += ["--cfg-options", *data_options(tiny_data), "max_iters=6"]
     path = f"{osp.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"
     proc, lines = start_process(cmd, dict(PATH=path, PORT="29547"))
     code, output = finish(proc, lines, timeout=300)  # no rank waits for the other

@@ -39,3 +39,28 @@ def test_restore_happens_after_the_last_skipped_batch():
     assert loop.dataloader_iterator is inner  # handed back
     assert draws() == expected  # the random draws during the skip are undone
     assert next(loop.dataloader_iterator) == 3
+
+
+def test_every_ranks_state_is_saved_and_another_world_size_says_what_is_not_exact(monkeypatch):
+    from hamseg.engine.random_state import RandomStateHook, gather_rng_states
+
+    hook = RandomStateHook()
+    loop = SimpleNamespace(dataloader_iterator=None)
+    runner = SimpleNamespace(hooks=[hook], iter=7, train_loop=loop)
+    gather_rng_states(runner)  # one rank here: all_gather_object gives [its state]
+    checkpoint: dict = {}
+    hook.before_save_checkpoint(runner, checkpoint)
+    assert len(checkpoint["rng_state"]) == 1
+    runner.iter = 8  # not gathered for this iteration: the main rank's own
+    hook.before_save_checkpoint(runner, checkpoint)
+    assert len(checkpoint["rng_state"]) == 1
+    expected = draws()
+    hook.after_load_checkpoint(runner, dict(rng_state=checkpoint["rng_state"][0]))  # old format
+    hook.before_train(runner)  # epoch-based: restored at once
+    assert draws() == expected
+    hook.after_load_checkpoint(runner, dict(rng_state=[get_rng_state()] * 2))
+    logged: list[str] = []
+    monkeypatch.setattr("hamseg.engine.random_state.print_log", lambda m, *_: logged.append(m))
+    hook.before_train(runner)
+    out = logged[0]
+    assert "holds the random states of 2 rank(s), this run has 1: not restored" in out

@@ -158,7 +158,7 @@ def test_resume_lookup_skips_incomplete_and_stale(tmp_path):
 # Real processes, really killed
 # ------------------------------------------------------------------------------------------
 def _train_args(work: str, root: str, max_iters: int, *extra: str) -> list[str]:
-    options = [*data_options(root), f"train_cfg.max_iters={max_iters}", *extra]
+    options = [*data_options(root), f"max_iters={max_iters}", *extra]
     return ["--work-dir", work, "--cfg-options", *options]
 
 
