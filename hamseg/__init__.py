@@ -7,7 +7,7 @@ mmcv-lite stack it must come before any ``import mmseg.apis`` / ``mmseg.models``
 """
 
 from . import compat  # noqa: I001  (must run before anything imports mmseg)
-from . import datasets, engine, evaluation, models
+from . import datasets, engine, evaluation, models, registry
 from .version import __version__
 
-__all__ = ["compat", "datasets", "engine", "evaluation", "models", "__version__"]
+__all__ = ["compat", "datasets", "engine", "evaluation", "models", "registry", "__version__"]
