@@ -50,11 +50,25 @@ def test_index_imports_one_metafile_per_config_folder():
 def test_names_are_unique_and_resolve_to_configs_that_load():
     from mmengine.config import Config
 
-    names = [n for m in models() for n in [m["Name"], *([m["Alias"]] if "Alias" in m else [])]]
+    names = [n for m in models() for n in [m["Name"], *m.get("Alias", [])]]
     assert len(names) == len(set(n.lower() for n in names))
     for model in models():
         cfg = Config.fromfile(osp.join(REPO, model["Config"]))
         assert "decode_head" in cfg.model, model["Name"]
+
+
+def test_list_models_gives_whole_names_that_resolve():
+    """mmengine extends its list with ``Alias``: a string would give its letters (issue 27)."""
+    from mmseg.apis import MMSegInferencer
+
+    from hamseg.compat.mmseg_inferencer import resolve_model_name
+
+    assert all(isinstance(m.get("Alias", []), list) for m in models())
+    listed = MMSegInferencer.list_models("hamseg")
+    assert sorted(listed) == sorted(n for m in models() for n in [m["Name"], *m.get("Alias", [])])
+    assert min(map(len, listed)) > 5 and "ham_voc" in listed
+    for name in listed:
+        assert resolve_model_name(name)[0].endswith(".py"), name
 
 
 def test_every_leaf_config_has_an_entry():
@@ -68,7 +82,7 @@ def test_every_leaf_config_has_an_entry():
 
 
 def test_short_names_are_aliases_of_their_twins():
-    aliases = {m["Alias"]: m["Config"] for m in models() if m.get("Alias", "").startswith("ham_")}
+    aliases = {a: m["Config"] for m in models() for a in m.get("Alias", []) if a.startswith("ham_")}
     assert sorted(aliases) == sorted(
         osp.basename(p)[:-3] for p in glob.glob(osp.join(REPO, "configs", "ham_*.py"))
     )
