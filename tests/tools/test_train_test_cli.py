@@ -22,6 +22,13 @@ def data_options(root: str) -> list[str]:
     return [f"{split}_dataloader.dataset.data_root={root}" for split in ("train", "val", "test")]
 
 
+SLURM = (
+    "error: --launcher slurm: SLURM_PROCID, SLURM_NTASKS, SLURM_NODELIST not set. Start the "
+    "processes with slurm's srun: srun -p PARTITION -n N python -u tools/{tool} CONFIG --launcher "
+    "slurm (or tools/slurm_train.sh, tools/slurm_test.sh)"
+)
+
+
 def run(args: list[str], extra_env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=REPO, **(extra_env or {}))
     return subprocess.run(args, capture_output=True, text=True, env=env, cwd=REPO, **kwargs)
@@ -112,10 +119,20 @@ def test_weights_only_default_is_untouched():
         ),
         # ... that needs OpenMPI's mpirun
         (TRAIN, [TINY_FCN, "--launcher", "mpi"], "error: --launcher mpi: OMPI_COMM_WORLD_RANK"),
+        # --launcher slurm outside srun (mmengine: KeyError 'SLURM_PROCID')
+        (TRAIN, [TINY_FCN, "--launcher", "slurm"], SLURM.format(tool="train.py")),
+        (TEST, [TINY_FCN, TINY_FCN, "--launcher", "slurm"], SLURM.format(tool="test.py")),
     ],
 )
 def test_missing_files_give_one_line_and_exit_2(tool, args, expected):
-    result = run([sys.executable, tool, *args])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    result = subprocess.run(
+        [sys.executable, tool, *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(env, OMP_NUM_THREADS="1", PYTHONPATH=REPO),
+    )
     assert result.returncode == 2
     assert result.stderr.strip().startswith(expected)
     assert len(result.stderr.strip().splitlines()) == 1
