@@ -173,7 +173,8 @@ def run_cli(main: Callable[[], None]) -> None:
     missing file or dataset, an invalid sample, a class count that differs from the dataset's,
     an unsafe or corrupt checkpoint, also when raised in a DataLoader worker. A run stopped on
     purpose (:class:`~hamseg.engine.stop.TrainingStopped`: signal 75, divergence 65) is one
-    line from the main rank and its exit code, with the hook's signals ignored until the exit.
+    line from the main rank and its exit code (also written to ``$HAMSEG_RANK_CODES/$RANK``), with
+    the hook's signals ignored until the exit.
     Anything else keeps its traceback. A distributed run leaves its process group first.
     """
     user_errors = (UsageError, FileNotFoundError, InvalidSampleError, ClassCountError)
@@ -186,6 +187,10 @@ def run_cli(main: Callable[[], None]) -> None:
         if is_main_process():
             print(f"{stop.label}{one_line(stop)}", file=sys.stderr)
         exit_code = stop.exit_code
+        codes = os.environ.get("HAMSEG_RANK_CODES")  # tools/dist_train.sh passes the code on
+        if codes:
+            with open(osp.join(codes, os.environ.get("RANK", "0")), "w") as f:
+                f.write(str(exit_code))
     except user_errors as err:
         print(f"error: {user_message(err)}", file=sys.stderr)
         sys.exit(2)
