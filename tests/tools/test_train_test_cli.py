@@ -174,8 +174,7 @@ def fake_srun(tmp_path) -> dict:
     )
     fake.chmod(0o755)
     env = dict(PATH=f"{tmp_path}{os.pathsep}{os.environ['PATH']}", SRUN_LOG=str(tmp_path / "log"))
-    env["GPUS"] = env["GPUS_PER_NODE"] = "4"
-    return env
+    return env  # GPUS, GPUS_PER_NODE unset: mmseg's defaults, 4 and 4
 
 
 def srun_argv(tmp_path) -> list[str]:
@@ -191,7 +190,7 @@ def test_slurm_train_passes_everything_after_the_config_to_train_py(tmp_path):
     result = run(["bash", script, "gpu", "job", "configs/ham_voc.py", *OPTIONS], env)
     assert result.returncode == 0, result.stderr
     argv = srun_argv(tmp_path)
-    assert argv[:2] == ["-p", "gpu"] and "--ntasks=4" in argv and "--gres=gpu:4" in argv
+    assert argv[:2] == ["-p", "gpu"] and "--ntasks=4" in argv and "--gres=gpu:4" in argv  # mmseg's
     tail = argv[argv.index("python") :]
     assert tail[2].endswith("tools/train.py")
     assert tail[3:] == ["configs/ham_voc.py", "--launcher", "slurm", *OPTIONS]
