@@ -4,10 +4,10 @@ From a checkout: ``pip install -r requirements.txt && pip install --no-deps -e .
 From a wheel or sdist: ``pip install 'hamseg[lite]'`` (mmcv-lite) or ``pip install hamseg`` next to
 a compiled mmcv 2.0/2.1.
 
-Like mmseg, the package carries its configs: the build copies the top-level ``configs/`` and
-``model-index.yml`` (the source of truth) into ``hamseg/.mim/``, which makes
-``_base_ = 'hamseg::demo/...'`` and ``Config.fromfile('hamseg::...')`` work without a checkout. In
-a checkout (and so in an editable install) ``hamseg/.mim/`` holds links to the same files.
+Like mmseg, the package carries its configs and tools: the build copies the top-level
+``configs/``, ``tools/`` and ``model-index.yml`` (the source of truth) into ``hamseg/.mim/``, which
+makes ``hamseg::demo/...`` config names and ``mim train/test/run hamseg`` work without a checkout.
+In a checkout (and so in an editable install) ``hamseg/.mim/`` holds links to the same files.
 """
 
 import os
@@ -47,9 +47,9 @@ EXTRAS_REQUIRE = {
 }
 
 #: Copied into hamseg/.mim/ by the build: relative to the repository root.
-MIM_FILES = ("configs", "model-index.yml")
-#: Which files of configs/ a wheel carries.
-MIM_CONFIG_SUFFIXES = (".py", ".yaml", ".yml", ".md")
+MIM_FILES = ("configs", "tools", "model-index.yml")
+#: Which files of configs/ and tools/ a wheel carries.
+MIM_CONFIG_SUFFIXES = (".py", ".yaml", ".yml", ".md", ".sh")
 
 
 def read_version() -> str:
@@ -71,7 +71,7 @@ def _ignore_non_configs(folder: str, names: list) -> list:
 
 
 class BuildPyWithConfigs(build_py):
-    """build_py that also copies ``configs/`` and ``model-index.yml`` into ``hamseg/.mim/``.
+    """build_py that also copies :data:`MIM_FILES` into ``hamseg/.mim/``.
 
     An editable install builds nothing here: its ``hamseg/.mim/`` is the checkout's, whose entries
     are links to the top-level files.
