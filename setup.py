@@ -46,6 +46,25 @@ EXTRAS_REQUIRE = {
     "deploy": ["onnx>=1.16", "onnxruntime>=1.18", "onnxscript>=0.1"],
 }
 
+#: Where users find the project (wheel METADATA: Home-page, Project-URL). No repository URL is
+#: recorded in this project yet: Home-page is the paper's page until one is.
+URLS = {
+    "Paper": "https://arxiv.org/abs/2109.04553",
+    "Reference implementation": "https://github.com/Gsunshine/Enjoy-Hamburger",
+    "mmsegmentation": "https://github.com/open-mmlab/mmsegmentation",
+}
+CLASSIFIERS = [
+    "Development Status :: 4 - Beta",
+    "Intended Audience :: Science/Research",
+    "Operating System :: OS Independent",
+    "Programming Language :: Python :: 3",
+    "Programming Language :: Python :: 3.10",
+    "Programming Language :: Python :: 3.11",
+    "Programming Language :: Python :: 3.12",
+    "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    "Topic :: Scientific/Engineering :: Image Recognition",
+]
+
 #: Copied into hamseg/.mim/ by the build: relative to the repository root.
 MIM_FILES = ("configs", "tools", "model-index.yml")
 #: Which files of configs/ and tools/ a wheel carries.
@@ -125,6 +144,9 @@ setup(
     long_description=open(osp.join(HERE, "README.md"), encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     license="Apache-2.0",
+    url=URLS["Paper"],
+    project_urls=URLS,
+    classifiers=CLASSIFIERS,
     python_requires=">=3.10",
     packages=find_packages(include=["hamseg", "hamseg.*"]),
     install_requires=INSTALL_REQUIRES,

@@ -100,6 +100,9 @@ def test_built_wheel_serves_hamseg_configs_without_the_repository(tmp_path):
     assert not any(m.startswith("hamseg/.mim") for m in members)
     with zipfile.ZipFile(wheel) as whl:
         listed = set(whl.namelist())
+        metadata = whl.read(f"hamseg-{hamseg.__version__}.dist-info/METADATA").decode()
+    for field in ("Home-page: https://", "Project-URL: Paper, https://", "Classifier: Topic"):
+        assert field in metadata, field
     packaged = {"hamseg/.mim/" + c for c in repo_configs()} | {"hamseg/.mim/model-index.yml"}
     packaged |= {"hamseg/.mim/tools/train.py", "hamseg/.mim/tools/analysis/get_flops.py"}
     assert packaged <= listed
