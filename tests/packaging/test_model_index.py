@@ -9,6 +9,7 @@ such; every README results table agrees with its metafile.
 from __future__ import annotations
 
 import glob
+import os
 import os.path as osp
 import re
 
@@ -212,3 +213,19 @@ def test_readme_tables_agree_with_the_metafile(folder):
             assert str(value) in row, (model["Name"], metric, row)
         if not target.startswith("ablations/"):  # those give the weights pattern once
             assert any(model["Weights"] in c for c in row), (model["Name"], row)
+
+
+def test_the_index_says_where_weights_are_and_why_results_are_missing():
+    with open(osp.join(REPO, "model-index.yml"), encoding="utf-8") as f:
+        assert "local path relative to the folder\n# training ran in" in f.read()
+    without = sorted(m["Name"] for m in models() if "Results" not in m)
+    with open(osp.join(REPO, "configs", "hamnet", "metafile.yaml"), encoding="utf-8") as f:
+        header = f.read().split("Collections:")[0]
+    assert len(without) == 3 and "Three models have no Results" in header
+    for name in without:  # each one named in the header by what sets it apart
+        part = {"v1c": "ResNetV1c", "context-59": "59-class", "60k_voc12aug": "60k voc12aug"}
+        assert any(key in name and text in header for key, text in part.items()), name
+    # every config folder explains itself; configs/custom (templates) too
+    for folder in os.listdir(osp.join(REPO, "configs")):
+        if osp.isdir(osp.join(REPO, "configs", folder)) and folder != "_base_":
+            assert osp.isfile(osp.join(REPO, "configs", folder, "README.md")), folder
