@@ -72,6 +72,8 @@ def test_wheel_with_mmengine_hub_mim_and_apis(tmp_path):
     flops = run(flops, cwd=cwd, env=env)
     assert "hamseg/.mim/tools/analysis/get_flops.py" in flops.stdout
     assert "Input shape: (33, 41)" in flops.stdout and "Flops:" in flops.stdout
+    tool = [mim, "run", "hamseg", "mmseg_tool", "print_config", f"hamseg::{CONFIG}"]
+    assert "type='HamHead'" in run(tool, cwd=cwd, env=env).stdout
 
     # the opt-in startup line (docs/ecosystem.md): plain `import mmseg.apis` imports hamseg first
     (own / "hamseg-startup.pth").write_text("import hamseg\n")
