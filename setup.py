@@ -4,10 +4,10 @@ From a checkout: ``pip install -r requirements.txt && pip install --no-deps -e .
 From a wheel or sdist: ``pip install 'hamseg[lite]'`` (mmcv-lite) or ``pip install hamseg`` next to
 a compiled mmcv 2.0/2.1.
 
-Like mmseg, the package carries its configs: the build copies the top-level ``configs/`` and
-``model-index.yml`` (the source of truth) into ``hamseg/.mim/``, which makes
-``_base_ = 'hamseg::demo/...'`` and ``Config.fromfile('hamseg::...')`` work without a checkout. In
-a checkout (and so in an editable install) ``hamseg/.mim/`` holds links to the same files.
+Like mmseg, the package carries its configs and tools: the build copies the top-level
+``configs/``, ``tools/`` and ``model-index.yml`` (the source of truth) into ``hamseg/.mim/``, which
+makes ``hamseg::demo/...`` config names and ``mim train/test/run hamseg`` work without a checkout.
+In a checkout (and so in an editable install) ``hamseg/.mim/`` holds links to the same files.
 """
 
 import os
@@ -46,10 +46,29 @@ EXTRAS_REQUIRE = {
     "deploy": ["onnx>=1.16", "onnxruntime>=1.18", "onnxscript>=0.1"],
 }
 
+#: Where users find the project (wheel METADATA: Home-page, Project-URL). No repository URL is
+#: recorded in this project yet: Home-page is the paper's page until one is.
+URLS = {
+    "Paper": "https://arxiv.org/abs/2109.04553",
+    "Reference implementation": "https://github.com/Gsunshine/Enjoy-Hamburger",
+    "mmsegmentation": "https://github.com/open-mmlab/mmsegmentation",
+}
+CLASSIFIERS = [
+    "Development Status :: 4 - Beta",
+    "Intended Audience :: Science/Research",
+    "Operating System :: OS Independent",
+    "Programming Language :: Python :: 3",
+    "Programming Language :: Python :: 3.10",
+    "Programming Language :: Python :: 3.11",
+    "Programming Language :: Python :: 3.12",
+    "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    "Topic :: Scientific/Engineering :: Image Recognition",
+]
+
 #: Copied into hamseg/.mim/ by the build: relative to the repository root.
-MIM_FILES = ("configs", "model-index.yml")
-#: Which files of configs/ a wheel carries.
-MIM_CONFIG_SUFFIXES = (".py", ".yaml", ".yml", ".md")
+MIM_FILES = ("configs", "tools", "model-index.yml")
+#: Which files of configs/ and tools/ a wheel carries.
+MIM_CONFIG_SUFFIXES = (".py", ".yaml", ".yml", ".md", ".sh")
 
 
 def read_version() -> str:
@@ -71,7 +90,7 @@ def _ignore_non_configs(folder: str, names: list) -> list:
 
 
 class BuildPyWithConfigs(build_py):
-    """build_py that also copies ``configs/`` and ``model-index.yml`` into ``hamseg/.mim/``.
+    """build_py that also copies :data:`MIM_FILES` into ``hamseg/.mim/``.
 
     An editable install builds nothing here: its ``hamseg/.mim/`` is the checkout's, whose entries
     are links to the top-level files.
@@ -125,6 +144,9 @@ setup(
     long_description=open(osp.join(HERE, "README.md"), encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     license="Apache-2.0",
+    url=URLS["Paper"],
+    project_urls=URLS,
+    classifiers=CLASSIFIERS,
     python_requires=">=3.10",
     packages=find_packages(include=["hamseg", "hamseg.*"]),
     install_requires=INSTALL_REQUIRES,

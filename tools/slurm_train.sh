@@ -12,8 +12,8 @@ if [ $# -ge 4 ] && [[ $4 != -* ]]; then
     echo "error: slurm_train.sh: unexpected argument '$4' after CONFIG; give the work dir as --work-dir $4" >&2
     exit 2
 fi
-GPUS=${GPUS:-8}
-GPUS_PER_NODE=${GPUS_PER_NODE:-8}
+GPUS=${GPUS:-4}  # mmseg's defaults
+GPUS_PER_NODE=${GPUS_PER_NODE:-4}
 CPUS_PER_TASK=${CPUS_PER_TASK:-5}
 SRUN_ARGS=${SRUN_ARGS:-}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -36,24 +36,41 @@ GUARD_HOOKS = ("PreemptionHook", "NonFiniteLossHook", "RandomStateHook")
 LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
 #: What OpenMPI's mpirun sets in every process; mmengine's mpi launcher reads them.
 _OMPI = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK")
+#: Per launcher: what its processes need in their environment, and how to start them (TOOL: the
+#: running script).
+_LAUNCH = {
+    "mpi": (
+        (*_OMPI, "MASTER_ADDR"),
+        "Start the processes with OpenMPI's mpirun (install OpenMPI, e.g. apt install "
+        "openmpi-bin): mpirun -np N -x MASTER_ADDR=HOST [-x MASTER_PORT=PORT] python TOOL CONFIG "
+        "--launcher mpi",
+    ),
+    "slurm": (
+        ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_NODELIST"),
+        "Start the processes with slurm's srun: srun -p PARTITION -n N python -u TOOL CONFIG "
+        "--launcher slurm (or tools/slurm_train.sh, tools/slurm_test.sh)",
+    ),
+}
 
 
 class CLIError(UsageError):
     """A bad command line: printed as one line, exit code 2, no traceback."""
 
 
-def _mpi_env() -> None:
-    """Check that OpenMPI's mpirun started this process; give torch its rendezvous variables."""
-    missing = [name for name in (*_OMPI, "MASTER_ADDR") if name not in os.environ]
+def _check_launch_env(launcher: str) -> None:
+    """One line naming the variables the launcher's starter (mpirun, srun) should have set; for
+    mpi, torch's rendezvous variables from OpenMPI's."""
+    names, how = _LAUNCH[launcher]
+    missing = [name for name in names if name not in os.environ]
     if missing:
+        tool = "tools/" + osp.basename(sys.argv[0] or "train.py")
         raise CLIError(
-            f"--launcher mpi: {', '.join(missing)} not set. Start the processes with OpenMPI's "
-            "mpirun (install OpenMPI, e.g. apt install openmpi-bin): mpirun -np N -x "
-            "MASTER_ADDR=HOST [-x MASTER_PORT=PORT] python tools/train.py CONFIG --launcher mpi"
+            f"--launcher {launcher}: {', '.join(missing)} not set. " + how.replace("TOOL", tool)
         )
-    for name, value in zip(("RANK", "WORLD_SIZE", "LOCAL_RANK"), _OMPI):
-        os.environ.setdefault(name, os.environ[value])
-    os.environ.setdefault("MASTER_PORT", "29500")
+    if launcher == "mpi":
+        for name, value in zip(("RANK", "WORLD_SIZE", "LOCAL_RANK"), _OMPI):
+            os.environ.setdefault(name, os.environ[value])
+        os.environ.setdefault("MASTER_PORT", "29500")
 
 
 def build_config(
@@ -74,7 +91,8 @@ def build_config(
             mmseg (``torch.distributed.launch`` without ``--use-env`` passes only the argument).
 
     Raises:
-        FileNotFoundError: No such config. CLIError: ``--launcher mpi`` outside mpirun.
+        FileNotFoundError: No such config. CLIError: ``--launcher mpi``/``slurm`` outside
+            mpirun/srun.
     """
     path = config_file(config)
     cfg = Config.fromfile(path)
@@ -85,8 +103,8 @@ def build_config(
         cfg.work_dir = work_dir
     elif cfg.get("work_dir") is None:
         cfg.work_dir = osp.join("./work_dirs", osp.splitext(osp.basename(path))[0])
-    if launcher == "mpi":
-        _mpi_env()
+    if launcher in _LAUNCH:
+        _check_launch_env(launcher)
     os.environ.setdefault("LOCAL_RANK", str(local_rank))
     setup_cpu_distributed(cfg, launcher)
     return cfg
@@ -155,9 +173,9 @@ def run_cli(main: Callable[[], None]) -> None:
     missing file or dataset, an invalid sample, a class count that differs from the dataset's,
     an unsafe or corrupt checkpoint, also when raised in a DataLoader worker. A run stopped on
     purpose (:class:`~hamseg.engine.stop.TrainingStopped`: signal 75, divergence 65) is one
-    line from the main rank and its exit code, with the hook's signals ignored until the exit;
-    Ctrl-C that aborts (a second one) is one line and 130. Anything else keeps its traceback.
-    A distributed run leaves its process group first.
+    line from the main rank and its exit code (also written to ``$HAMSEG_RANK_CODES/$RANK``), with
+    the hook's signals ignored until the exit; Ctrl-C that aborts (a second one) is one line and
+    130. Anything else keeps its traceback. A distributed run leaves its process group first.
     """
     user_errors = (UsageError, FileNotFoundError, InvalidSampleError, ClassCountError)
     user_errors += (UnsafeCheckpointError, CorruptCheckpointError)
@@ -169,6 +187,10 @@ def run_cli(main: Callable[[], None]) -> None:
         if is_main_process():
             print(f"{stop.label}{one_line(stop)}", file=sys.stderr)
         exit_code = stop.exit_code
+        codes = os.environ.get("HAMSEG_RANK_CODES")  # tools/dist_train.sh passes the code on
+        if codes:
+            with open(osp.join(codes, os.environ.get("RANK", "0")), "w") as f:
+                f.write(str(exit_code))
     except user_errors as err:
         print(f"error: {user_message(err)}", file=sys.stderr)
         sys.exit(2)

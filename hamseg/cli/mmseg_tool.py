@@ -1,4 +1,5 @@
-"""Run mmseg 1.2.2's own tool scripts on hamseg configs: ``python tools/mmseg_tool.py TOOL ARGS``.
+"""Run mmseg 1.2.2's tool scripts, or any Python file, on the adapted stack with hamseg imported:
+``python tools/mmseg_tool.py TOOL ARGS``.
 
 mmseg's scripts import ``mmseg.apis`` first thing, which fails on mmcv-lite before any config's
 ``custom_imports`` is read. This front end imports hamseg, refuses inputs the scripts would
@@ -62,21 +63,38 @@ def mmseg_tools_dir() -> str:
     raise CLIError(f"mmseg's tools are not installed next to {package} (no .mim/tools)")
 
 
+#: mmseg 1.2.2's scripts that fail on every 1.x config, with the way that works.
+_BROKEN = {
+    "deployment/pytorch2torchscript.py": "mmseg 1.2.2's deployment/pytorch2torchscript.py is left "
+    "from mmseg 0.x and fails on every 1.x config (AssertionError: test_cfg specified in both "
+    "outer field and model field); export with python tools/deploy/export_onnx.py CONFIG "
+    "CHECKPOINT --out model.onnx",
+}
+
+
 def resolve_tool(name: str) -> tuple[str, str]:
-    """Path of the script for a short name or a path under mmseg's tools folder.
+    """Path of the script for a short name, a path under mmseg's tools folder, or any Python file
+    (mmseg's demo/*.py, a user's script).
 
     Returns:
-        (absolute path, path relative to the tools folder, with '/' separators).
+        (absolute path, path relative to the tools folder with '/' separators, or the absolute
+        path for a script outside it).
     """
-    rel = TOOLS.get(name) or (name if name.endswith(".py") else name + ".py")
     root = mmseg_tools_dir()
-    path = osp.normpath(osp.join(root, rel))
-    if not path.startswith(root + os.sep) or not osp.isfile(path):
-        raise CLIError(
-            f"unknown mmseg tool {name!r}: use one of {', '.join(TOOLS)} or a script path "
-            f"under {root} (e.g. analysis_tools/visualization_cam)"
-        )
-    return path, osp.relpath(path, root).replace(os.sep, "/")
+    if name.endswith(".py") and osp.isfile(name):
+        path = osp.abspath(name)
+    else:
+        rel = TOOLS.get(name) or (name if name.endswith(".py") else name + ".py")
+        path = osp.normpath(osp.join(root, rel))
+        if not path.startswith(root + os.sep) or not osp.isfile(path):
+            raise CLIError(
+                f"unknown mmseg tool {name!r}: use one of {', '.join(TOOLS)}, a script path under "
+                f"{root} (e.g. analysis_tools/visualization_cam) or a Python file"
+            )
+    rel = osp.relpath(path, root).replace(os.sep, "/") if path.startswith(root + os.sep) else path
+    if rel in _BROKEN:
+        raise CLIError(_BROKEN[rel])
+    return path, rel
 
 
 def _check_publish_name(out_file: str) -> None:
@@ -139,13 +157,13 @@ def run_tool(name: str, argv: list[str]) -> None:
     """Run mmseg's tool ``name`` with the command line ``argv``, on the adapted stack."""
     path, script = resolve_tool(name)
     argv = check_inputs(script, argv)
-    saved = sys.argv
-    sys.argv = [path, *argv]
+    saved = sys.argv, list(sys.path)
+    sys.argv, sys.path[:0] = [path, *argv], [osp.dirname(path)]  # as `python path` would
     try:
         with tool_fixes(script):
             runpy.run_path(path, run_name="__main__")
     finally:
-        sys.argv = saved
+        sys.argv, sys.path[:] = saved
 
 
 def usage() -> str:
@@ -158,6 +176,7 @@ def usage() -> str:
     ]
     lines += [f"  {name:<17} {rel}" for name, rel in TOOLS.items()]
     lines.append("  or any script under mmseg's tools folder by its path (model_converters/...)")
+    lines.append("  or any Python file (mmseg's demo/image_demo.py, your own script)")
     return "\n".join(lines)
 
 

@@ -32,9 +32,7 @@ def resolve_model_name(name: str) -> tuple[str, str] | None:
     index, e.g. ``'ham_voc'``; None if it has no such name. Weights are local paths."""
     root, wanted = osp.join(PACKAGE_DIR, ".mim"), name.lower()
     for model in BaseInferencer._get_models_from_metafile(root):
-        aliases = model.get("Alias", [])
-        aliases = [aliases] if isinstance(aliases, str) else aliases
-        if wanted in (model["Name"].lower(), *(a.lower() for a in aliases)):
+        if wanted in (model["Name"].lower(), *(a.lower() for a in model.get("Alias", []))):
             weights = model.get("Weights", "")
             return osp.join(root, model["Config"]), weights[0] if isinstance(
                 weights, list

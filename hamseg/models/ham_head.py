@@ -13,6 +13,8 @@ from mmseg.models.decode_heads.decode_head import BaseDecodeHead
 from mmseg.registry import MODELS
 from torch import Tensor, nn
 
+from hamseg.utils.errors import UsageError
+
 from .hamburger import Hamburger
 
 __all__ = ["HamHead"]
@@ -54,6 +56,13 @@ class HamHead(BaseDecodeHead):
     ) -> None:
         if conv_init not in CONV_INITS:
             raise ValueError(f"conv_init must be one of {CONV_INITS}, got {conv_init!r}")
+        multi_level = isinstance(kwargs.get("in_channels"), (list, tuple))
+        if "ham_kwargs" in kwargs or (multi_level and not kwargs.get("input_transform")):
+            raise UsageError(
+                "HamHead is HamNet's head for one ResNet feature map (in_channels: an int); for "
+                "SegNeXt's multi-level input (in_channels a list) use type='HamLightHead', which "
+                "also takes mmseg LightHamHead's ham_kwargs (HamHead: ham_cfg=dict(type='NMF'))"
+            )
         super().__init__(**kwargs)
         self.ham_channels = ham_channels
         self.conv_init = conv_init

@@ -137,3 +137,13 @@ def test_api_label_map_equals_tools_test_out_on_the_demo_config(tmp_path):
         ours = predict_label(model, image[:, :, ::-1])
         written = cv2.imread(osp.join(out, name), cv2.IMREAD_UNCHANGED)
         assert written.shape == ours.shape == (47, 47) and (written == ours).all(), name
+
+
+def test_hamseg_apis_has_the_entry_points_of_mmseg_apis():
+    import mmseg.apis
+
+    import hamseg.apis
+
+    assert set(mmseg.apis.__all__) <= set(hamseg.apis.__all__)
+    assert hamseg.apis.MMSegInferencer is HamSegInferencer  # strict, like init_model
+    assert hamseg.apis.show_result_pyplot is mmseg.apis.show_result_pyplot

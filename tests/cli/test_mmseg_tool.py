@@ -441,3 +441,43 @@ def test_no_tool_prints_the_list(capsys):
     mmseg_tool.main([])
     out = capsys.readouterr().out
     assert all(f"  {name} " in out for name in mmseg_tool.TOOLS)
+
+
+def test_any_python_file_runs_after_import_hamseg(tmp_path):
+    """mmseg's demo/*.py or a user's script: ``mmseg.apis`` imports (on mmcv-lite too), the
+    script's folder is on sys.path and its arguments reach it, as with ``python script.py``."""
+    (tmp_path / "helper.py").write_text("VALUE = 7\n")
+    (tmp_path / "mine.py").write_text(
+        "import sys\nfrom mmseg.apis import MMSegInferencer, inference_model\nimport helper\n"
+        "print('ran', __name__, helper.VALUE, sys.argv[1:], 'hamseg' in sys.modules)\n"
+    )
+    result = run_front_end(str(tmp_path), "mine.py", "a.png", "--device", "cpu")
+    assert ok(result).splitlines()[-1] == "ran __main__ 7 ['a.png', '--device', 'cpu'] True"
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (  # mmseg 1.2.2's script builds the model the 0.x way
+            ["deployment/pytorch2torchscript", "x.py"],
+            "error: mmseg 1.2.2's deployment/pytorch2torchscript.py is left from mmseg 0.x and "
+            "fails on every 1.x config (AssertionError: test_cfg specified in both outer field and "
+            "model field); export with python tools/deploy/export_onnx.py CONFIG CHECKPOINT --out "
+            "model.onnx",
+        ),
+        (  # LightHamHead -> HamHead in mmseg's SegNeXt config (issue 27, item 8)
+            ["get_flops", "swap.py", "--shape", "64"],
+            "error: HamHead is HamNet's head for one ResNet feature map (in_channels: an int); for "
+            "SegNeXt's multi-level input (in_channels a list) use type='HamLightHead', which also "
+            "takes mmseg LightHamHead's ham_kwargs (HamHead: ham_cfg=dict(type='NMF'))",
+        ),
+    ],
+)
+def test_refusals_are_one_line_and_exit_code_2(tmp_path, args, expected):
+    (tmp_path / "swap.py").write_text(
+        "_base_ = 'mmseg::segnext/segnext_mscan-t_1xb16-adamw-160k_ade20k-512x512.py'\n"
+        "model = dict(decode_head=dict(type='HamHead'))\n"
+    )
+    result = run_front_end(str(tmp_path), *args)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1] == expected

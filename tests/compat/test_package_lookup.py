@@ -101,9 +101,10 @@ def test_hamseg_is_registered_with_mmengine_once():
     assert (config_module.get_installed_path, Config.fromfile, Config._get_cfg_path) == wrapped
 
 
-def test_checkout_links_the_top_level_configs():
+def test_checkout_links_the_top_level_configs_and_tools():
     mim = osp.join(osp.dirname(hamseg.__file__), ".mim")
     assert osp.samefile(osp.join(mim, "configs"), osp.join(REPO, "configs"))
+    assert osp.samefile(osp.join(mim, "tools"), osp.join(REPO, "tools"))  # mim train/run hamseg
     assert osp.samefile(osp.join(mim, "model-index.yml"), osp.join(REPO, "model-index.yml"))
 
 

@@ -416,3 +416,25 @@ def test_tiny_model_trains_with_uniform_nmf_codes():
     with torch.no_grad():
         a, b = model.test_step(batch), model.test_step(batch)
     assert torch.equal(a[0].seg_logits.data, b[0].seg_logits.data)
+
+
+SWAP = (
+    "HamHead is HamNet's head for one ResNet feature map (in_channels: an int); for SegNeXt's "
+    "multi-level input (in_channels a list) use type='HamLightHead', which also takes mmseg "
+    "LightHamHead's ham_kwargs (HamHead: ham_cfg=dict(type='NMF'))"
+)
+
+
+@pytest.mark.parametrize(
+    "swapped",  # mmseg's SegNeXt decode_head with type='HamHead', with and without ham_kwargs
+    [dict(ham_kwargs=dict(MD_R=16)), dict()],
+)
+def test_hamhead_in_a_segnext_config_says_to_use_hamlighthead(swapped):
+    from mmseg.registry import MODELS
+
+    from hamseg.utils.errors import UsageError
+
+    head = dict(type="HamHead", in_channels=[8, 16, 24], channels=8, ham_channels=8, num_classes=3)
+    with pytest.raises(UsageError) as err:
+        MODELS.build(dict(head, in_index=[1, 2, 3], **swapped))
+    assert str(err.value).endswith(SWAP)

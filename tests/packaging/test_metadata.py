@@ -126,3 +126,12 @@ def test_readme_install_commands_are_unchanged():
         readme = f.read()
     assert "pip install -r requirements.txt && pip install --no-deps -e ." in readme
     assert "pip install 'hamseg[lite]'" in readme and "hamseg[plots]" in readme
+
+
+def test_metadata_has_home_page_project_urls_and_classifiers(setup_kwargs):
+    assert setup_kwargs["url"].startswith("https://") and setup_kwargs["project_urls"]
+    classifiers = setup_kwargs["classifiers"]
+    assert "Intended Audience :: Science/Research" in classifiers
+    minimum = setup_kwargs["python_requires"].removeprefix(">=")
+    assert f"Programming Language :: Python :: {minimum}" in classifiers
+    assert not any(c.startswith("License ::") for c in classifiers)  # license= says it (PEP 639)

@@ -9,6 +9,7 @@ such; every README results table agrees with its metafile.
 from __future__ import annotations
 
 import glob
+import os
 import os.path as osp
 import re
 
@@ -50,11 +51,25 @@ def test_index_imports_one_metafile_per_config_folder():
 def test_names_are_unique_and_resolve_to_configs_that_load():
     from mmengine.config import Config
 
-    names = [n for m in models() for n in [m["Name"], *([m["Alias"]] if "Alias" in m else [])]]
+    names = [n for m in models() for n in [m["Name"], *m.get("Alias", [])]]
     assert len(names) == len(set(n.lower() for n in names))
     for model in models():
         cfg = Config.fromfile(osp.join(REPO, model["Config"]))
         assert "decode_head" in cfg.model, model["Name"]
+
+
+def test_list_models_gives_whole_names_that_resolve():
+    """mmengine extends its list with ``Alias``: a string would give its letters (issue 27)."""
+    from mmseg.apis import MMSegInferencer
+
+    from hamseg.compat.mmseg_inferencer import resolve_model_name
+
+    assert all(isinstance(m.get("Alias", []), list) for m in models())
+    listed = MMSegInferencer.list_models("hamseg")
+    assert sorted(listed) == sorted(n for m in models() for n in [m["Name"], *m.get("Alias", [])])
+    assert min(map(len, listed)) > 5 and "ham_voc" in listed
+    for name in listed:
+        assert resolve_model_name(name)[0].endswith(".py"), name
 
 
 def test_every_leaf_config_has_an_entry():
@@ -68,7 +83,7 @@ def test_every_leaf_config_has_an_entry():
 
 
 def test_short_names_are_aliases_of_their_twins():
-    aliases = {m["Alias"]: m["Config"] for m in models() if m.get("Alias", "").startswith("ham_")}
+    aliases = {a: m["Config"] for m in models() for a in m.get("Alias", []) if a.startswith("ham_")}
     assert sorted(aliases) == sorted(
         osp.basename(p)[:-3] for p in glob.glob(osp.join(REPO, "configs", "ham_*.py"))
     )
@@ -198,3 +213,19 @@ def test_readme_tables_agree_with_the_metafile(folder):
             assert str(value) in row, (model["Name"], metric, row)
         if not target.startswith("ablations/"):  # those give the weights pattern once
             assert any(model["Weights"] in c for c in row), (model["Name"], row)
+
+
+def test_the_index_says_where_weights_are_and_why_results_are_missing():
+    with open(osp.join(REPO, "model-index.yml"), encoding="utf-8") as f:
+        assert "local path relative to the folder\n# training ran in" in f.read()
+    without = sorted(m["Name"] for m in models() if "Results" not in m)
+    with open(osp.join(REPO, "configs", "hamnet", "metafile.yaml"), encoding="utf-8") as f:
+        header = f.read().split("Collections:")[0]
+    assert len(without) == 3 and "Three models have no Results" in header
+    for name in without:  # each one named in the header by what sets it apart
+        part = {"v1c": "ResNetV1c", "context-59": "59-class", "60k_voc12aug": "60k voc12aug"}
+        assert any(key in name and text in header for key, text in part.items()), name
+    # every config folder explains itself; configs/custom (templates) too
+    for folder in os.listdir(osp.join(REPO, "configs")):
+        if osp.isdir(osp.join(REPO, "configs", folder)) and folder != "_base_":
+            assert osp.isfile(osp.join(REPO, "configs", folder, "README.md")), folder

@@ -70,9 +70,9 @@ def repo_configs() -> set[str]:
     return out
 
 
-@pytest.mark.slow
-def test_built_wheel_serves_hamseg_configs_without_the_repository(tmp_path):
-    src, dist, target, cwd = (tmp_path / d for d in ("src", "dist", "target", "run"))
+def build(tmp_path) -> tuple:
+    """``(sdist, wheel)`` built from a copy of the checkout, under ``tmp_path``."""
+    src, dist = tmp_path / "src", tmp_path / "dist"
     skip = ("*.egg-info", "__pycache__", "build", "dist", "work_dirs", "data", ".git", ".venv")
     shutil.copytree(REPO, src, symlinks=True, ignore=shutil.ignore_patterns(*skip))
     hook = (  # the PEP 517 hook pip uses for a setup.py project (no [build-system])
@@ -80,20 +80,17 @@ def test_built_wheel_serves_hamseg_configs_without_the_repository(tmp_path):
         "print(b.build_sdist(sys.argv[1]))"
     )
     sdist = dist / run([sys.executable, "-c", hook, str(dist)], cwd=src).stdout.split()[-1]
-    pip = [sys.executable, "-m", "pip"]
-    run(
-        [
-            *pip,
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-cache-dir",
-            "-w",
-            str(dist),
-            str(sdist),
-        ]
-    )
+    flags = ["--no-deps", "--no-build-isolation", "--no-cache-dir", "-w", str(dist)]
+    run([sys.executable, "-m", "pip", "wheel", *flags, str(sdist)])
     (wheel,) = dist.glob("hamseg-*.whl")
+    return sdist, wheel
+
+
+@pytest.mark.slow
+def test_built_wheel_serves_hamseg_configs_without_the_repository(tmp_path):
+    target, cwd = tmp_path / "target", tmp_path / "run"
+    sdist, wheel = build(tmp_path)
+    pip = [sys.executable, "-m", "pip"]
     run([*pip, "install", "--no-deps", "--no-compile", "--target", str(target), str(wheel)])
 
     # the sdist carries the source of truth, the wheel the copies in hamseg/.mim
@@ -103,7 +100,11 @@ def test_built_wheel_serves_hamseg_configs_without_the_repository(tmp_path):
     assert not any(m.startswith("hamseg/.mim") for m in members)
     with zipfile.ZipFile(wheel) as whl:
         listed = set(whl.namelist())
+        metadata = whl.read(f"hamseg-{hamseg.__version__}.dist-info/METADATA").decode()
+    for field in ("Home-page: https://", "Project-URL: Paper, https://", "Classifier: Topic"):
+        assert field in metadata, field
     packaged = {"hamseg/.mim/" + c for c in repo_configs()} | {"hamseg/.mim/model-index.yml"}
+    packaged |= {"hamseg/.mim/tools/train.py", "hamseg/.mim/tools/analysis/get_flops.py"}
     assert packaged <= listed
     assert f"hamseg-{hamseg.__version__}.dist-info/licenses/LICENSE" in listed
     mim = target / "hamseg" / ".mim" / "configs"

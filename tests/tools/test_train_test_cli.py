@@ -22,6 +22,13 @@ def data_options(root: str) -> list[str]:
     return [f"{split}_dataloader.dataset.data_root={root}" for split in ("train", "val", "test")]
 
 
+SLURM = (
+    "error: --launcher slurm: SLURM_PROCID, SLURM_NTASKS, SLURM_NODELIST not set. Start the "
+    "processes with slurm's srun: srun -p PARTITION -n N python -u tools/{tool} CONFIG --launcher "
+    "slurm (or tools/slurm_train.sh, tools/slurm_test.sh)"
+)
+
+
 def run(args: list[str], extra_env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=REPO, **(extra_env or {}))
     return subprocess.run(args, capture_output=True, text=True, env=env, cwd=REPO, **kwargs)
@@ -116,10 +123,20 @@ def test_weights_only_default_is_untouched():
         ),
         # ... that needs OpenMPI's mpirun
         (TRAIN, [TINY_FCN, "--launcher", "mpi"], "error: --launcher mpi: OMPI_COMM_WORLD_RANK"),
+        # --launcher slurm outside srun (mmengine: KeyError 'SLURM_PROCID')
+        (TRAIN, [TINY_FCN, "--launcher", "slurm"], SLURM.format(tool="train.py")),
+        (TEST, [TINY_FCN, TINY_FCN, "--launcher", "slurm"], SLURM.format(tool="test.py")),
     ],
 )
 def test_missing_files_give_one_line_and_exit_2(tool, args, expected):
-    result = run([sys.executable, tool, *args])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    result = subprocess.run(
+        [sys.executable, tool, *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(env, OMP_NUM_THREADS="1", PYTHONPATH=REPO),
+    )
     assert result.returncode == 2
     assert result.stderr.strip().startswith(expected)
     assert len(result.stderr.strip().splitlines()) == 1
@@ -161,8 +178,7 @@ def fake_srun(tmp_path) -> dict:
     )
     fake.chmod(0o755)
     env = dict(PATH=f"{tmp_path}{os.pathsep}{os.environ['PATH']}", SRUN_LOG=str(tmp_path / "log"))
-    env["GPUS"] = env["GPUS_PER_NODE"] = "4"
-    return env
+    return env  # GPUS, GPUS_PER_NODE unset: mmseg's defaults, 4 and 4
 
 
 def srun_argv(tmp_path) -> list[str]:
@@ -178,7 +194,7 @@ def test_slurm_train_passes_everything_after_the_config_to_train_py(tmp_path):
     result = run(["bash", script, "gpu", "job", "configs/ham_voc.py", *OPTIONS], env)
     assert result.returncode == 0, result.stderr
     argv = srun_argv(tmp_path)
-    assert argv[:2] == ["-p", "gpu"] and "--ntasks=4" in argv and "--gres=gpu:4" in argv
+    assert argv[:2] == ["-p", "gpu"] and "--ntasks=4" in argv and "--gres=gpu:4" in argv  # mmseg's
     tail = argv[argv.index("python") :]
     assert tail[2].endswith("tools/train.py")
     assert tail[3:] == ["configs/ham_voc.py", "--launcher", "slurm", *OPTIONS]

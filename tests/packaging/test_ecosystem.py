@@ -1,0 +1,81 @@
+"""The wheel in an OpenMMLab user's hands, away from the repository (issue 27): mmengine's hub,
+``list_models``, ``mim train/test/run hamseg`` and the ``hamseg.apis`` imports.
+
+The wheel goes into a fresh venv (``python -m venv``) whose only other packages are the shared
+environment's (a ``.pth`` file names its site-packages; its own ``.pth`` hooks, such as an editable
+hamseg, stay off) and openmim 0.3.9 from PyPI.
+"""
+
+from __future__ import annotations
+
+import os
+import site
+import subprocess
+import sys
+
+import pytest
+
+from tests.packaging.test_wheel import build, run
+
+CONFIG = "demo/hamhead-nmf_r18-d8_context-shapes.py"
+
+USER = """
+import hamseg
+from mmengine.hub import get_model
+from mmseg.apis import MMSegInferencer
+from hamseg.apis import init_model, inference_model, show_result_pyplot, MMSegInferencer as Ours
+from hamseg.compat.mmseg_inferencer import resolve_model_name
+from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
+
+print(hamseg.__file__)
+print(type(get_model("hamseg::{config}").decode_head).__name__)
+names = MMSegInferencer.list_models("hamseg")
+print(min(map(len, names)), all(resolve_model_name(n) for n in names), "ham_voc" in names)
+options = ContextShapesConfig(size=64, num_train=4, num_val=3)
+generate_context_shapes("data/context_shapes", options, progress=False)
+"""
+
+
+@pytest.mark.slow
+def test_wheel_with_mmengine_hub_mim_and_apis(tmp_path):
+    _, wheel = build(tmp_path)
+    venv, cwd = tmp_path / "venv", tmp_path / "user"
+    run([sys.executable, "-m", "venv", str(venv)])
+    (own,) = venv.glob("lib/python*/site-packages")
+    shared = [p for p in site.getsitepackages() if os.path.isdir(p)]
+    (own / "shared.pth").write_text("\n".join(shared) + "\n")
+    python, mim = str(venv / "bin" / "python"), str(venv / "bin" / "mim")
+    run([python, "-m", "pip", "install", "--no-deps", "--no-compile", str(wheel)])
+    pip_mim = [python, "-m", "pip", "install", "-q", "openmim==0.3.9"]
+    if subprocess.run(pip_mim, capture_output=True, timeout=600).returncode:
+        pytest.skip("openmim 0.3.9 does not install here (no PyPI)")
+    cwd.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"OMP_NUM_THREADS": "1"}
+    out = run([python, "-c", USER.format(config=CONFIG)], cwd=cwd, env=env).stdout
+    lines = [line for line in out.splitlines() if line and "model_name: " not in line]
+    assert lines[-3].startswith(str(own)) and lines[-2] == "HamHead", lines  # the installed copy
+    shortest, resolve, alias = lines[-1].split()
+    assert int(shortest) > 1 and resolve == alias == "True"  # no single letters
+
+    name = CONFIG.split("/")[1]
+    train = run(
+        [mim, "train", "hamseg", name, "--work-dir", "work", "--cfg-options"]
+        + ["train_cfg.max_iters=2", "train_cfg.val_interval=2"],
+        cwd=cwd,
+        env=env,
+    )
+    assert f"{own}/hamseg/.mim/tools/train.py" in train.stdout
+    assert (cwd / "work" / "iter_2.pth").is_file()
+    test = [mim, "test", "hamseg", name, "--checkpoint", "work/iter_2.pth", "--work-dir", "work"]
+    assert f"{own}/hamseg/.mim/tools/test.py" in run(test, cwd=cwd, env=env).stdout
+    flops = [mim, "run", "hamseg", "get_flops", f"hamseg::{CONFIG}", "--shape", "33", "41"]
+    flops = run(flops, cwd=cwd, env=env)
+    assert "hamseg/.mim/tools/analysis/get_flops.py" in flops.stdout
+    assert "Input shape: (33, 41)" in flops.stdout and "Flops:" in flops.stdout
+    tool = [mim, "run", "hamseg", "mmseg_tool", "print_config", f"hamseg::{CONFIG}"]
+    assert "type='HamHead'" in run(tool, cwd=cwd, env=env).stdout
+
+    # the opt-in startup line (docs/ecosystem.md): plain `import mmseg.apis` imports hamseg first
+    (own / "hamseg-startup.pth").write_text("import hamseg\n")
+    plain = "import mmseg.apis, sys; print('hamseg' in sys.modules)"
+    assert run([python, "-c", plain], cwd=cwd, env=env).stdout.split()[-1] == "True"
