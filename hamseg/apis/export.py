@@ -1,15 +1,18 @@
-"""ONNX export with a seeded dictionary, its verification, and running the graph for inference.
+"""ONNX export (seeded dictionary, preprocessing metadata), its verification, and running it.
 
-The graph maps mmseg's preprocessed (N, 3, H, W) float32 input to ``encode_decode``'s logits
-(N, K, H, W). Every ham is seeded (``eval_seed``) so the dictionary enters the graph as a
-constant; CD's ridge solve is recorded as a Gauss-Jordan inverse (:mod:`hamseg.models.ridge_solve`);
-mmseg's ``LightHamHead`` and any graph with a random operator are refused (docs/deploy.md).
+The graph maps mmseg's preprocessed (N, 3, H, W) float32 input (or, baked, the raw BGR image) to
+``encode_decode``'s logits (N, K, H, W); mmseg's ``LightHamHead`` and random operators are
+refused (docs/deploy.md).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import json
 import os
+import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -19,9 +22,11 @@ import torch
 from mmseg.models.decode_heads.ham_head import Matrix_Decomposition_2D_Base
 from torch import Tensor, nn
 
+from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.models.decompositions import MatrixDecomposition2D
 from hamseg.utils.errors import UsageError, require_file
 from hamseg.utils.messages import first_items, one_line
+from hamseg.version import __version__
 
 from .inference import class_info
 
@@ -71,15 +76,116 @@ def require_deploy() -> None:
 
 
 class SegmentorLogits(nn.Module):
-    """``segmentor.encode_decode(x)``: normalised (N, 3, H, W) -> logits (N, K, H, W)."""
+    """``segmentor.encode_decode(x)``: normalised (N, 3, H, W) -> logits (N, K, H, W); with
+    ``bake``, x is the raw BGR image and the channel swap and mean/std are in the graph."""
 
-    def __init__(self, segmentor: nn.Module) -> None:
+    def __init__(self, segmentor: nn.Module, bake: bool = False) -> None:
         super().__init__()
-        self.segmentor = segmentor
+        self.segmentor, pre = segmentor, preprocessing(segmentor.cfg) if bake else None
+        self.bake = pre is not None
+        if pre:
+            self.register_buffer("mean", torch.tensor(pre["mean"]).view(1, 3, 1, 1))
+            self.register_buffer("std", torch.tensor(pre["std"]).view(1, 3, 1, 1))
+            self.swap = pre["bgr_to_rgb"]
 
     def forward(self, x: Tensor) -> Tensor:
+        if self.bake:
+            x = ((x.flip(1) if self.swap else x) - self.mean) / self.std
         meta = [dict(img_shape=tuple(x.shape[2:]), pad_shape=tuple(x.shape[2:]))] * x.shape[0]
         return self.segmentor.encode_decode(x, meta)
+
+
+def preprocessing(cfg: Any) -> dict[str, Any]:
+    """What a runner does before the graph: mmseg's data preprocessor (mean, std in RGB order
+    if ``bgr_to_rgb``; test-time pad ``size``/``size_divisor`` with ``pad_val``) and the test
+    pipeline's ``Resize`` (``scale``, ``keep_ratio``; None: the image's own size)."""
+    pre = cfg.model.get("data_preprocessor", {})
+    pipeline = cfg.get("test_dataloader", {}).get("dataset", {}).get("pipeline", [])
+    resize = next((dict(t) for t in pipeline if "Resize" in str(t.get("type"))), None)
+    pad = dict(pre.get("test_cfg") or {})
+    return dict(
+        mean=[float(v) for v in pre.get("mean", (0, 0, 0))],
+        std=[float(v) for v in pre.get("std", (1, 1, 1))],
+        bgr_to_rgb=bool(pre.get("bgr_to_rgb", False)),
+        resize=resize and dict(scale=resize.get("scale"), keep_ratio=resize.get("keep_ratio")),
+        pad=dict(size=pad.get("size"), size_divisor=pad.get("size_divisor")),
+        pad_val=float(pre.get("pad_val", 0)),
+    )
+
+
+def deploy_metadata(segmentor: nn.Module, seed: int, bake: bool) -> dict[str, str]:
+    """metadata_props of an export: ``hamseg`` (JSON: preprocessing, classes, palette, hams)."""
+    classes, palette = class_info(segmentor)
+    head = segmentor.cfg.model.get("decode_head", {})
+    ham = dict(head.get("ham_cfg") or head.get("ham_kwargs") or {}, eval_seed=seed)
+    info = dict(
+        preprocessing(segmentor.cfg), input="bgr 0-255" if bake else "normalised",
+        classes=classes, palette=palette, ham=ham, hamseg_version=__version__,
+        align_corners=bool(head.get("align_corners", False)),
+    )  # fmt: skip
+    return {"hamseg": json.dumps(info)}
+
+
+def ham_settings(cfg: Any) -> dict[str, dict]:
+    """Head name -> its ham settings (``ham_cfg`` or ``ham_kwargs``) in a model config."""
+    heads = {k: v for k, v in cfg.get("model", {}).items() if isinstance(v, dict)}
+    return {k: dict(v.get("ham_cfg") or v.get("ham_kwargs") or {}) for k, v in heads.items()}
+
+
+def check_ham_config(cfg: Any, checkpoint: str) -> None:
+    """Raise one line if ``checkpoint``'s stored training config (meta['cfg']) names other ham
+    settings than ``cfg`` (e.g. an NMF-trained checkpoint with a CD config); ``eval_*`` settings
+    and keys only one config names are not compared."""
+    from mmengine.config import Config
+
+    loaded = load_checkpoint_file(checkpoint)
+    stored = loaded.get("meta", {}).get("cfg") if isinstance(loaded, dict) else None
+    if not stored:
+        return
+    trained, wanted = ham_settings(Config.fromstring(stored, ".py")), ham_settings(cfg)
+    for head in sorted(set(trained) & set(wanted)):
+        a, b = trained[head], wanted[head]
+        keys = [k for k in sorted(set(a) & set(b)) if a[k] != b[k] and not k.startswith("eval_")]
+        if keys:
+            have, want = (", ".join(f"{k}={d[k]!r}" for k in keys) for d in (a, b))
+            raise ExportError(
+                f"{checkpoint} was trained with {head} ham {have} but the config has {want}: "
+                "export with the config it was trained with, or pass "
+                "--allow-config-mismatch to export anyway"
+            )
+
+
+@contextlib.contextmanager
+def _captured_output() -> Any:
+    """Send fd 1/2 (torch's C++ IR dumps, tracer warnings) to a file; yields a list that
+    holds the text afterwards."""
+    text: list[str] = []
+    with tempfile.TemporaryFile("w+") as tmp:
+        sys.stdout.flush(), sys.stderr.flush()
+        saved = [os.dup(1), os.dup(2)]
+        os.dup2(tmp.fileno(), 1), os.dup2(tmp.fileno(), 2)
+        try:
+            yield text
+        finally:
+            sys.stdout.flush(), sys.stderr.flush()
+            for fd, copy in zip((1, 2), saved):
+                os.dup2(copy, fd), os.close(copy)
+            tmp.seek(0)
+            text.append(tmp.read())
+
+
+def finish_graph(path: str, classes: int, metadata: dict[str, str]) -> None:
+    """Fix ``logits``' class dimension to ``classes`` and set ``metadata_props``."""
+    import onnx
+
+    model = onnx.load(path)
+    for out in model.graph.output:
+        if out.name == "logits":
+            out.type.tensor_type.shape.dim[1].dim_value = classes  # clears the symbol
+    del model.metadata_props[:]
+    for key, value in metadata.items():
+        model.metadata_props.add(key=key, value=value)
+    onnx.save(model, path)
 
 
 def seed_hams(model: nn.Module, seed: int) -> list[str]:
@@ -142,10 +248,12 @@ def export_onnx(
     opset: int = 17,
     seed: int = 0,
     batch: int = 1,
+    bake: bool = False,
 ) -> SegmentorLogits:
     """Export a CPU segmentor to ``out`` (torch's TorchScript exporter, ``dynamo=False``) with
-    an example input of (``batch``, 3, *``shape``), N/H/W dynamic if ``dynamic``, every ham's
-    ``eval_seed`` = ``seed``; returns the exported module (for :func:`verify_onnx`).
+    an example input of (``batch``, 3, *``shape``), N/H/W dynamic if ``dynamic`` (K static),
+    every ham's ``eval_seed`` = ``seed``, :func:`deploy_metadata`, the normalisation in the
+    graph if ``bake``; returns the exported module (for :func:`verify_onnx`).
 
     Raises:
         ExportError: Options no export takes, an unsupported ham, a shape the backbone cannot
@@ -155,11 +263,13 @@ def export_onnx(
     require_deploy()
     check_export_options(shape, opset)
     seed_hams(segmentor, seed)
-    model = SegmentorLogits(segmentor.eval()).eval()
+    model = SegmentorLogits(segmentor.eval(), bake).eval()
     example = torch.randn(batch, 3, *shape, generator=torch.Generator().manual_seed(seed))
+    if bake:
+        example = example * 50 + 128
     try:
         with torch.no_grad():
-            model(example)  # eager: draws the seeded dictionaries outside any trace
+            classes = model(example).shape[1]  # eager: draws the seeded dictionaries
     except RuntimeError as err:
         raise ExportError(
             f"the model cannot take an input of {shape[0]}x{shape[1]}: {one_line(err)}"
@@ -167,7 +277,7 @@ def export_onnx(
     axes = {0: "batch", 2: "height", 3: "width"}
     existed = os.path.exists(out)
     try:
-        with torch.no_grad():
+        with torch.no_grad(), _captured_output() as printed:
             torch.onnx.export(
                 model,
                 (example,),
@@ -178,6 +288,7 @@ def export_onnx(
                 output_names=["logits"],
                 dynamic_axes={"input": axes, "logits": axes} if dynamic else None,
             )
+        sys.stderr.write(printed[0])  # warnings of a successful export; none of a failed one
     except torch.onnx.errors.OnnxExporterError as err:  # e.g. an operator missing at this opset
         if not existed and os.path.exists(out):
             os.remove(out)
@@ -197,6 +308,7 @@ def export_onnx(
             "something else and none what the model evaluated; the file was removed. Use "
             "hamseg's heads and hams, whose dictionaries the exporter seeds (docs/deploy.md)"
         )
+    finish_graph(out, classes, deploy_metadata(segmentor, seed, bake))
     return model
 
 
@@ -279,6 +391,12 @@ def use_onnxruntime(
             "with tools/deploy/export_onnx.py"
         ) from None
     inputs, outputs = session.get_inputs(), session.get_outputs()
+    info = json.loads(session.get_modelmeta().custom_metadata_map.get("hamseg", "{}"))
+    if info.get("input", "normalised") != "normalised":
+        raise UsageError(
+            f"{onnx_file} takes the raw image (exported with --bake-preprocess): run it with "
+            "tools/deploy/onnx_runner.py, or export without --bake-preprocess for this backend"
+        )
     if len(inputs) != 1:
         raise UsageError(
             f"{onnx_file}: the graph takes {len(inputs)} inputs, not the one image tensor of "

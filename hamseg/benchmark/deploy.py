@@ -29,7 +29,8 @@ DEFAULT_CASES = [
 def latency(config: str, size: int, runs: int = 10, threads: int = 0) -> dict[str, Any]:
     """Median seconds of one 1x3xSxS inference, eager and ONNX Runtime (``threads`` intra-op
     threads, 0: its default), their ratio and the larger spread of the two."""
-    model = build_for_training(resolve(config), size, torch.device("cpu"))[0].eval()
+    model, _, model.cfg = build_for_training(resolve(config), size, torch.device("cpu"))
+    model.eval()
     x = torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(0))
     with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
         exported = export_onnx(model, osp.join(tmp, "model.onnx"), (size, size), seed=0)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+import hamseg
 from hamseg.apis import export as export_api
 from hamseg.apis import init_model
 from hamseg.apis.export import (
@@ -155,8 +156,8 @@ def test_verify_failure_prints_the_numbers_and_exits_non_zero(tmp_path):
     ckpt = make_checkpoint(str(tmp_path / "m.pth"))
     reseed = (
         "import sys, runpy; import hamseg.apis.export as ex; export = ex.export_onnx\n"
-        "def export_then_reseed(model, out, *args):\n"
-        "    exported = export(model, out, *args)\n"
+        "def export_then_reseed(model, out, *args, **kw):\n"
+        "    exported = export(model, out, *args, **kw)\n"
         "    ex.seed_hams(exported, 1)  # PyTorch now evaluates another dictionary\n"
         "    return exported\n"
         "ex.export_onnx = export_then_reseed; sys.argv = sys.argv[1:]\n"
@@ -211,6 +212,88 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
             )
         assert message in error, error
         assert not osp.exists(out)
+    # the opset error comes alone: no TorchScript IR dump (400+ lines) or tracer warning first
+    proc = run(EXPORT, NMF, ckpt, "--out", out, "--shape", "64", "64", "--opset", "7")
+    assert "Torch IR graph" not in proc.stderr and "TracerWarning" not in proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith("error: --opset 7: ")
+    assert len(proc.stderr.splitlines()) <= 2  # mmengine's checkpoint log line, the error
+
+
+def test_a_checkpoint_of_another_ham_is_refused_unless_allowed(tmp_path):
+    """Issue 28 (6): an NMF-trained checkpoint with the CD config loads strictly (same
+    parameters) but computes something else: refused in one line, exported with the flag."""
+    ckpt = make_checkpoint(str(tmp_path / "nmf.pth"), NMF)
+    out = str(tmp_path / "cd.onnx")
+    error = one_line_error(run(EXPORT, CD, ckpt, "--out", out, "--shape", "33", "33"))
+    assert error == (
+        f"error: {ckpt} was trained with decode_head ham type='NMF' but the config has "
+        "type='CD': export with the config it was trained with, or pass "
+        "--allow-config-mismatch to export anyway"
+    )
+    assert not osp.exists(out)
+    proc = run(EXPORT, CD, ckpt, "--out", out, "--shape", "33", "33", "--allow-config-mismatch")
+    assert proc.returncode == 0 and osp.exists(out), proc.stderr[-2000:]
+
+
+def test_a_checkpoint_of_another_architecture_says_so_first(tmp_path):
+    """Issue 28 (7): SegNeXt-T weights with the ResNet demo config open with 'another
+    architecture', not with num_classes advice about a classifier that happens to match."""
+    config = osp.join(DEMO, "hamlighthead-nmf_mscan-t_context-shapes.py")
+    ckpt = make_checkpoint(str(tmp_path / "segnext.pth"), config)
+    error = one_line_error(run(EXPORT, NMF, ckpt, "--out", str(tmp_path / "m.onnx")))
+    assert error.startswith(f"error: checkpoint '{ckpt}' is of another architecture: ")
+    assert re.search(r"and \d+ of its tensors are not in the model \(backbone\.patch_embed", error)
+    assert "num_classes" not in error and error.endswith("; pass its config")
+
+
+def test_dynamic_export_has_a_static_class_dimension_and_the_runner_metadata(nmf_onnx):
+    """Issue 28 (5, 2): logits (batch, 7, height, width); metadata_props 'hamseg' holds what a
+    runner needs, read from the config and the checkpoint."""
+    import json
+
+    import onnx
+
+    model = onnx.load(nmf_onnx["onnx"])
+    dims = model.graph.output[0].type.tensor_type.shape.dim
+    assert [d.dim_value or d.dim_param for d in dims] == ["batch", 7, "height", "width"]
+    (prop,) = model.metadata_props
+    info = json.loads(prop.value)
+    assert prop.key == "hamseg" and info["input"] == "normalised" and info["bgr_to_rgb"]
+    assert info["mean"] == [123.675, 116.28, 103.53] and info["std"] == [58.395, 57.12, 57.375]
+    assert info["classes"][:2] == ["background", "red team"] and len(info["palette"]) == 7
+    assert info["ham"] == dict(
+        type="NMF", R=16, train_steps=6, eval_steps=6, eval_seed=0, eval_draws=8
+    )
+    assert info["resize"] is None and info["pad"] == dict(size=None, size_divisor=None)
+    assert info["hamseg_version"] == hamseg.__version__
+
+
+def test_bake_preprocess_puts_the_normalisation_in_the_graph(tmp_path, nmf_onnx):
+    import onnxruntime as ort
+
+    model = init_model(NMF, nmf_onnx["ckpt"], "cpu")
+    path = str(tmp_path / "baked.onnx")
+    export_onnx(model, path, (40, 56), dynamic=True, bake=True)
+    bgr = np.random.default_rng(1).integers(0, 256, (1, 3, 41, 57)).astype(np.float32)
+    mean, std = np.array([123.675, 116.28, 103.53]), np.array([58.395, 57.12, 57.375])
+    normalised = ((bgr[:, ::-1] - mean[:, None, None]) / std[:, None, None]).astype(np.float32)
+    sessions = [
+        ort.InferenceSession(f, providers=["CPUExecutionProvider"])
+        for f in (path, nmf_onnx["onnx"])
+    ]
+    baked = sessions[0].run(None, {"input": bgr})[0]
+    plain = sessions[1].run(None, {"input": normalised})[0]
+    assert np.abs(baked - plain).max() < 1e-4 and baked.shape == (1, 7, 41, 57)
+    meta = sessions[0].get_modelmeta().custom_metadata_map["hamseg"]
+    assert '"input": "bgr 0-255"' in meta
+    error = one_line_error(
+        run("tools/infer.py", nmf_onnx["images"], "--config", NMF, "--backend", "onnxruntime",
+            "--model", path, "--out-dir", str(tmp_path / "o"))
+    )  # fmt: skip
+    assert (
+        error == f"error: {path} takes the raw image (exported with --bake-preprocess): run "
+        "it with tools/deploy/onnx_runner.py, or export without --bake-preprocess for this backend"
+    )
 
 
 def test_without_onnxruntime_the_tool_names_the_extra(tmp_path):

@@ -1,7 +1,8 @@
 """Export a segmentor to ONNX (seeded dictionary) and optionally verify it with ONNX Runtime.
 
     python tools/deploy/export_onnx.py CONFIG CHECKPOINT --out model.onnx [--shape H W]
-        [--dynamic] [--opset 17] [--seed 0] [--verify]
+        [--dynamic] [--opset 17] [--seed 0] [--verify] [--bake-preprocess]
+        [--allow-config-mismatch]
 
 Graph: preprocessed (N, 3, H, W) float32 -> logits (N, K, H, W). Exit 2 with one line for bad
 input or a model that cannot export deterministically; 1 when --verify fails. docs/deploy.md.
@@ -19,8 +20,9 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 
 # isort: split
 from hamseg.apis import init_model  # noqa: E402
-from hamseg.apis.export import (  # noqa: E402  # noqa: E402
+from hamseg.apis.export import (  # noqa: E402
     check_export_options,
+    check_ham_config,
     export_onnx,
     opset_range,
     require_deploy,
@@ -41,12 +43,21 @@ def main() -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="eval_seed of every ham")
     p.add_argument("--verify", action="store_true", help="compare with PyTorch; exit 1 above 1e-4")
+    p.add_argument("--bake-preprocess", action="store_true", help="input: raw BGR 0-255 image")
+    p.add_argument(
+        "--allow-config-mismatch", action="store_true", help="export a checkpoint whose "
+        "training config names other ham settings than CONFIG"
+    )  # fmt: skip
     args = p.parse_args()
     require_deploy()
     shape = tuple(args.shape)
     check_export_options(shape, args.opset)  # before the model is built
     model = init_model(args.config, args.checkpoint, device="cpu")
-    exported = export_onnx(model, args.out, shape, args.dynamic, args.opset, args.seed)
+    if not args.allow_config_mismatch:
+        check_ham_config(model.cfg, args.checkpoint)
+    exported = export_onnx(
+        model, args.out, shape, args.dynamic, args.opset, args.seed, bake=args.bake_preprocess
+    )
     print(f"wrote {args.out} (input (N, 3, {shape[0]}, {shape[1]}), seed {args.seed})")
     if args.verify:
         h, w = shape
