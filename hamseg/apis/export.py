@@ -98,9 +98,10 @@ class SegmentorLogits(nn.Module):
 def preprocessing(cfg: Any) -> dict[str, Any]:
     """What a runner does before the graph: mmseg's data preprocessor (mean, std in RGB order
     if ``bgr_to_rgb``; test-time pad ``size``/``size_divisor`` with ``pad_val``) and the test
-    pipeline's ``Resize`` (``scale``, ``keep_ratio``; None: the image's own size)."""
+    pipeline's ``Resize`` as mmseg's ``inference_model`` runs it (``scale``, ``keep_ratio``)."""
     pre = cfg.model.get("data_preprocessor", {})
-    pipeline = cfg.get("test_dataloader", {}).get("dataset", {}).get("pipeline", [])
+    pipeline = cfg.get("test_pipeline") or cfg.get("test_dataloader", {}).get("dataset", {})
+    pipeline = pipeline if isinstance(pipeline, list) else pipeline.get("pipeline", [])
     resize = next((dict(t) for t in pipeline if "Resize" in str(t.get("type"))), None)
     pad = dict(pre.get("test_cfg") or {})
     return dict(

@@ -428,3 +428,72 @@ def test_other_heads_export_and_match(tmp_path, name):
     exported = export_onnx(model, path, (64, 64), dynamic=True, seed=0)
     for check in verify_onnx(exported, path, [(1, 3, 64, 64), (2, 3, 96, 64)]):
         assert check.ok and check.argmax_agreement >= 0.999, check.line()
+
+
+#: Run a script with torch, mmseg, mmengine, mmcv and hamseg made unimportable.
+NO_TORCH = (
+    "import sys, runpy\n"
+    "for name in ('torch', 'mmseg', 'mmengine', 'mmcv', 'hamseg'): sys.modules[name] = None\n"
+    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+RUNNER = "tools/deploy/onnx_runner.py"
+
+
+@pytest.mark.parametrize("bake", [False, True], ids=["metadata", "baked"])
+def test_the_torch_free_runner_writes_infer_py_label_maps_byte_for_byte(tmp_path, nmf_onnx, bake):
+    """Issue 28 (3): tools/deploy/onnx_runner.py with importing torch failing, against
+    tools/infer.py --backend onnxruntime on the same graph (for the baked graph: its unbaked
+    twin), label maps equal byte for byte; its overlays are written too."""
+    import cv2
+
+    onnx_file = nmf_onnx["onnx"]
+    if bake:
+        onnx_file = str(tmp_path / "baked.onnx")
+        model = init_model(NMF, nmf_onnx["ckpt"], "cpu")
+        export_onnx(model, onnx_file, (64, 64), dynamic=True, bake=True)
+    images, ours, theirs = nmf_onnx["images"], tmp_path / "runner", tmp_path / "infer"
+    proc = run("-c", NO_TORCH, RUNNER, onnx_file, images, "--out-dir", str(ours), "--threads", "1")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == f"wrote 2 label map(s) to {ours}"
+    infer = run(
+        "tools/infer.py", images, "--config", NMF, "--backend", "onnxruntime", "--model",
+        nmf_onnx["onnx"], "--out-dir", str(theirs), "--save-label", "--no-progress",
+    )  # fmt: skip
+    assert infer.returncode == 0, infer.stderr[-2000:]
+    for i, (h, w) in enumerate([(57, 71), (64, 49)]):
+        a, b = (open(d / f"{i}_label.png", "rb").read() for d in (ours, theirs))
+        assert a == b
+        assert cv2.imread(str(ours / f"{i}_overlay.png")).shape == (h, w, 3)
+    (tmp_path / "t.py").write_text("import torch\n")
+    crippled = run("-c", NO_TORCH, str(tmp_path / "t.py"))  # the shim really blocks torch
+    assert crippled.returncode == 1 and "ModuleNotFoundError" in crippled.stderr
+
+
+def test_the_runner_follows_the_resize_and_pad_rule():
+    """A keep-ratio resize (ADE's (2048, 512)) and padding to a multiple, as mmcv/mmseg."""
+    import runpy
+
+    runner = runpy.run_path(osp.join(REPO, RUNNER))
+    size = runner["resized_size"]
+    assert size(480, 640, dict(scale=(2048, 512), keep_ratio=True)) == (512, 683)
+    assert size(37, 50, dict(scale=(2048, 512), keep_ratio=True)) == (512, 692)
+    assert size(37, 50, dict(scale=(64, 32), keep_ratio=False)) == (32, 64)
+    assert size(37, 50, None) == (37, 50)
+
+    class Echo:  # a graph that returns its input: shows the padded, normalised tensor
+        def get_inputs(self):
+            return [type("I", (), {"name": "input"})]
+
+        def run(self, _, feed):
+            self.seen = feed["input"]
+            return [np.repeat(feed["input"][:, :1], 2, 1)]
+
+    info = dict(
+        input="normalised", bgr_to_rgb=True, mean=[1.0, 2.0, 3.0], std=[2.0, 2.0, 2.0],
+        resize=None, pad=dict(size=None, size_divisor=8), pad_val=0.0,
+    )  # fmt: skip
+    echo, bgr = Echo(), np.full((5, 9, 3), (10, 20, 30), np.uint8)
+    label = runner["predict"](echo, info, bgr)
+    assert echo.seen.shape == (1, 3, 8, 16) and label.shape == (5, 9)
+    assert np.array_equal(echo.seen[0, :, 0, 0], [14.5, 9.0, 3.5])  # RGB, normalised
+    assert not echo.seen[0, :, 5:].any() and not echo.seen[0, :, :, 9:].any()  # pad_val 0
