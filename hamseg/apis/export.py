@@ -335,14 +335,14 @@ class Verification:
 
 
 def onnx_session(path: str, threads: int = 0) -> Any:
-    """An ONNX Runtime CPU session with full graph optimisation."""
+    """An ONNX Runtime CPU session, full graph optimisation, ``threads`` intra-op threads (0:
+    ORT's default), one inter-op thread."""
     require_deploy()
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    if threads:
-        options.intra_op_num_threads = threads
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
     return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
