@@ -16,9 +16,30 @@ import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mm
 
 # isort: split
 from hamseg.apis.export import require_deploy  # noqa: E402
-from hamseg.benchmark.deploy import DEMO, SEGNEXT, latency, markdown  # noqa: E402
+from hamseg.benchmark.deploy import DEMO, SEGNEXT, latency  # noqa: E402
 from hamseg.benchmark.measure import write_report  # noqa: E402
 from hamseg.cli import run_cli  # noqa: E402
+
+
+def markdown(label: str, rows: list[dict]) -> str:
+    """Rows of one model: backend | per thread count: median ms (min-max), ratio | agreement,
+    worst image, val mIoU."""
+    threads = sorted({r["threads"] for r in rows})
+    by = {(r["backend"], r["threads"]): r for r in rows}
+    lines = []
+    for backend in dict.fromkeys(r["backend"] for r in rows):
+        cells = [
+            f"{r['ms']:.1f} ({r['min_ms']:.1f}-{r['max_ms']:.1f}) | **{r['ratio']:.2f}x**"
+            for r in (by[backend, n] for n in threads)
+        ]
+        r = by[backend, threads[0]]
+        quality = f"{100 * r['agreement']:.2f}% ({100 * r['worst']:.2f}%) | {r['miou']:.2f}"
+        lines.append(f"| {label} {r['size']} | {backend} | {' | '.join(cells)} | {quality} |")
+    head = " | ".join(f"ms, {n} thr (min-max) | / eager" for n in threads)
+    return "\n".join(
+        [f"| model | backend | {head} | agreement (worst image) | val mIoU |",
+         "| --- " * (4 + 2 * len(threads)) + "|", *lines]
+    )  # fmt: skip
 
 
 def main() -> None:

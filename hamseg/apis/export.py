@@ -1,9 +1,5 @@
-"""ONNX export (seeded dictionary, preprocessing metadata), its verification, and running it.
-
-The graph maps mmseg's preprocessed (N, 3, H, W) float32 input (or, baked, the raw BGR image) to
-``encode_decode``'s logits (N, K, H, W); mmseg's ``LightHamHead`` and random operators are
-refused (docs/deploy.md).
-"""
+"""ONNX export: normalised (or, baked, raw BGR) (N, 3, H, W) -> logits (N, K, H, W), seeded hams,
+a runner's metadata; its verification, and running it in mmseg (docs/deploy.md)."""
 
 from __future__ import annotations
 
@@ -30,12 +26,10 @@ from hamseg.version import __version__
 
 from .inference import class_info
 
-#: Relative logit difference above which --verify fails.
-TOLERANCE = 1e-4
+TOLERANCE = 1e-4  #: relative logit difference above which --verify fails
 #: ONNX operators that draw random numbers: a graph with one computes something else every run.
-RANDOM_OPS = frozenset(
-    "Bernoulli Multinomial RandomNormal RandomNormalLike RandomUniform RandomUniformLike".split()
-)
+RANDOM_OPS = set("Bernoulli Multinomial RandomNormal RandomNormalLike RandomUniform".split())
+RANDOM_OPS |= {"RandomUniformLike"}
 
 
 class ExportError(UsageError):
@@ -67,12 +61,9 @@ def check_export_options(shape: Sequence[int], opset: int) -> None:
 
 def require_deploy() -> None:
     """Raise one line naming the extra if onnx or onnxruntime is not installed."""
-    missing = [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise UsageError(
-            f"{' and '.join(missing)} not installed: pip install 'hamseg[deploy]' "
-            "(or pip install onnx onnxruntime onnxscript)"
-        )
+    if missing := [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]:
+        raise UsageError(f"{' and '.join(missing)} not installed: pip install 'hamseg[deploy]' "
+                         "(or pip install onnx onnxruntime onnxscript)")  # fmt: skip
 
 
 class SegmentorLogits(nn.Module):
@@ -81,16 +72,13 @@ class SegmentorLogits(nn.Module):
 
     def __init__(self, segmentor: nn.Module, bake: bool = False) -> None:
         super().__init__()
-        self.segmentor, pre = segmentor, preprocessing(segmentor.cfg) if bake else None
-        self.bake = pre is not None
-        if pre:
-            self.register_buffer("mean", torch.tensor(pre["mean"]).view(1, 3, 1, 1))
-            self.register_buffer("std", torch.tensor(pre["std"]).view(1, 3, 1, 1))
-            self.swap = pre["bgr_to_rgb"]
+        self.segmentor, self.bake = segmentor, preprocessing(segmentor.cfg) if bake else None
+        for key in ("mean", "std") if bake else ():
+            self.register_buffer(key, torch.tensor(self.bake[key]).view(1, 3, 1, 1))
 
     def forward(self, x: Tensor) -> Tensor:
         if self.bake:
-            x = ((x.flip(1) if self.swap else x) - self.mean) / self.std
+            x = ((x.flip(1) if self.bake["bgr_to_rgb"] else x) - self.mean) / self.std
         meta = [dict(img_shape=tuple(x.shape[2:]), pad_shape=tuple(x.shape[2:]))] * x.shape[0]
         return self.segmentor.encode_decode(x, meta)
 
@@ -105,13 +93,11 @@ def preprocessing(cfg: Any) -> dict[str, Any]:
     resize = next((dict(t) for t in pipeline if "Resize" in str(t.get("type"))), None)
     pad = dict(pre.get("test_cfg") or {})
     return dict(
-        mean=[float(v) for v in pre.get("mean", (0, 0, 0))],
-        std=[float(v) for v in pre.get("std", (1, 1, 1))],
-        bgr_to_rgb=bool(pre.get("bgr_to_rgb", False)),
+        mean=[float(v) for v in pre.get("mean", (0, 0, 0))], std=[float(v) for v in pre.get(
+        "std", (1, 1, 1))], bgr_to_rgb=bool(pre.get("bgr_to_rgb", False)), pad_val=float(pre.get(
+        "pad_val", 0)), pad=dict(size=pad.get("size"), size_divisor=pad.get("size_divisor")),
         resize=resize and dict(scale=resize.get("scale"), keep_ratio=resize.get("keep_ratio")),
-        pad=dict(size=pad.get("size"), size_divisor=pad.get("size_divisor")),
-        pad_val=float(pre.get("pad_val", 0)),
-    )
+    )  # fmt: skip
 
 
 def deploy_metadata(segmentor: nn.Module, seed: int, bake: bool) -> dict[str, str]:
@@ -119,47 +105,35 @@ def deploy_metadata(segmentor: nn.Module, seed: int, bake: bool) -> dict[str, st
     classes, palette = class_info(segmentor)
     head = segmentor.cfg.model.get("decode_head", {})
     ham = dict(head.get("ham_cfg") or head.get("ham_kwargs") or {}, eval_seed=seed)
-    info = dict(
+    return {"hamseg": json.dumps(dict(
         preprocessing(segmentor.cfg), input="bgr 0-255" if bake else "normalised",
         classes=classes, palette=palette, ham=ham, hamseg_version=__version__,
-        align_corners=bool(head.get("align_corners", False)),
-    )  # fmt: skip
-    return {"hamseg": json.dumps(info)}
-
-
-def ham_settings(cfg: Any) -> dict[str, dict]:
-    """Head name -> its ham settings (``ham_cfg`` or ``ham_kwargs``) in a model config."""
-    heads = {k: v for k, v in cfg.get("model", {}).items() if isinstance(v, dict)}
-    return {k: dict(v.get("ham_cfg") or v.get("ham_kwargs") or {}) for k, v in heads.items()}
+    ))}  # fmt: skip
 
 
 def check_ham_config(cfg: Any, checkpoint: str) -> None:
-    """Raise one line if ``checkpoint``'s stored training config (meta['cfg']) names other ham
-    settings than ``cfg`` (e.g. an NMF-trained checkpoint with a CD config); ``eval_*`` settings
-    and keys only one config names are not compared."""
+    """Raise one line if ``checkpoint``'s training config (meta['cfg']) names other ham settings
+    than ``cfg`` (``eval_*`` and keys only one names are not compared)."""
     from mmengine.config import Config
 
-    loaded = load_checkpoint_file(checkpoint)
-    stored = loaded.get("meta", {}).get("cfg") if isinstance(loaded, dict) else None
-    if not stored:
+    if not (stored := load_checkpoint_file(checkpoint).get("meta", {}).get("cfg")):
         return
-    trained, wanted = ham_settings(Config.fromstring(stored, ".py")), ham_settings(cfg)
+    hams = lambda c: {k: dict(v.get("ham_cfg") or v.get("ham_kwargs") or {})  # noqa: E731
+                      for k, v in c.model.items() if isinstance(v, dict)}  # fmt: skip
+    trained, wanted = hams(Config.fromstring(stored, ".py")), hams(cfg)
     for head in sorted(set(trained) & set(wanted)):
         a, b = trained[head], wanted[head]
         keys = [k for k in sorted(set(a) & set(b)) if a[k] != b[k] and not k.startswith("eval_")]
+        have, want = (", ".join(f"{k}={d[k]!r}" for k in keys) for d in (a, b))
         if keys:
-            have, want = (", ".join(f"{k}={d[k]!r}" for k in keys) for d in (a, b))
-            raise ExportError(
-                f"{checkpoint} was trained with {head} ham {have} but the config has {want}: "
-                "export with the config it was trained with, or pass "
-                "--allow-config-mismatch to export anyway"
-            )
+            raise ExportError(f"{checkpoint} was trained with {head} ham {have} but the config "
+                              f"has {want}: export with the config it was trained with, or pass "
+                              "--allow-config-mismatch to export anyway")  # fmt: skip
 
 
 @contextlib.contextmanager
 def _captured_output() -> Any:
-    """Send fd 1/2 (torch's C++ IR dumps, tracer warnings) to a file; yields a list that
-    holds the text afterwards."""
+    """Send fd 1/2 (torch's IR dumps, tracer warnings) to a file; yields [its text] after."""
     text: list[str] = []
     with tempfile.TemporaryFile("w+") as tmp:
         sys.stdout.flush(), sys.stderr.flush()
@@ -180,12 +154,9 @@ def finish_graph(path: str, classes: int, metadata: dict[str, str]) -> None:
     import onnx
 
     model = onnx.load(path)
-    for out in model.graph.output:
-        if out.name == "logits":
-            out.type.tensor_type.shape.dim[1].dim_value = classes  # clears the symbol
-    del model.metadata_props[:]
-    for key, value in metadata.items():
-        model.metadata_props.add(key=key, value=value)
+    for out in (o for o in model.graph.output if o.name == "logits"):
+        out.type.tensor_type.shape.dim[1].dim_value = classes  # clears the symbol
+    onnx.helper.set_model_props(model, metadata)  # replaces any
     onnx.save(model, path)
 
 
@@ -207,21 +178,23 @@ def _mmseg_ham_message(name: str, ham: nn.Module, modules: dict[str, nn.Module])
     parts = name.split(".")
     heads = (".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1))
     head = next((h for h in heads if type(modules[h]).__name__ == "LightHamHead"), None)
-    draws = (
-        "draws a new random dictionary at every forward"
-        if getattr(ham, "rand_init", True)
-        else "draws its dictionary at its first forward, not from the checkpoint"
+    draws = "draws " + (
+        "a new random dictionary at every forward"
+        if getattr(ham, "rand_init", 1)
+        else "its dictionary at its first forward, not from the checkpoint"
     )
-    fix = "build the head on a hamseg ham (NMF, VQ) instead"
-    what = f"{name} is mmseg's {type(ham).__name__}: it {draws}"
+    what, fix = (
+        f"{name} is mmseg's {type(ham).__name__}: it {draws}",
+        "build the head on a hamseg ham (NMF, VQ) instead",
+    )
     if head is not None:
-        what = f"{head} is mmseg's LightHamHead: its NMF2D ({name}) {draws}"
-        fix = (
-            "set the config's decode_head type='HamLightHead' (hamseg's SegNeXt head: same "
-            "parameter names, mmseg's checkpoints load strictly, a seeded dictionary) and export "
-            "again"
+        what, fix = (
+            f"{head} is mmseg's LightHamHead: its NMF2D ({name}) {draws}",
+            "set the "
+            "config's decode_head type='HamLightHead' (hamseg's SegNeXt head: same parameter "
+            "names, mmseg's checkpoints load strictly, a seeded dictionary) and export again",
         )
-    return f"{what}, so no exported graph computes what the model evaluates; {fix}"
+    return f"{what}, so no exported graph computes what the model evaluates; {fix}"  # fmt: skip
 
 
 def random_operators(path: str) -> dict[str, str]:
@@ -251,15 +224,13 @@ def export_onnx(
     batch: int = 1,
     bake: bool = False,
 ) -> SegmentorLogits:
-    """Export a CPU segmentor to ``out`` (torch's TorchScript exporter, ``dynamo=False``) with
-    an example input of (``batch``, 3, *``shape``), N/H/W dynamic if ``dynamic`` (K static),
-    every ham's ``eval_seed`` = ``seed``, :func:`deploy_metadata`, the normalisation in the
-    graph if ``bake``; returns the exported module (for :func:`verify_onnx`).
+    """Export a CPU segmentor to ``out`` (TorchScript exporter) on a (``batch``, 3, *``shape``)
+    example, N/H/W dynamic if ``dynamic`` (K static), every ham seeded, :func:`deploy_metadata`,
+    the normalisation in the graph if ``bake``; returns the exported module.
 
     Raises:
-        ExportError: Options no export takes, an unsupported ham, a shape the backbone cannot
-            take, a model the exporter cannot record at ``opset``, or a graph with a random
-            operator (``out`` is then removed).
+        ExportError: Bad options, an unsupported ham or shape, an operator missing at
+            ``opset``, or a graph with a random operator (``out`` is then removed).
     """
     require_deploy()
     check_export_options(shape, opset)
@@ -275,20 +246,14 @@ def export_onnx(
         raise ExportError(
             f"the model cannot take an input of {shape[0]}x{shape[1]}: {one_line(err)}"
         ) from None
-    axes = {0: "batch", 2: "height", 3: "width"}
+    axes = dict.fromkeys(["input", "logits"], {0: "batch", 2: "height", 3: "width"})
     existed = os.path.exists(out)
     try:
         with torch.no_grad(), _captured_output() as printed:
             torch.onnx.export(
-                model,
-                (example,),
-                out,
-                dynamo=False,
-                opset_version=opset,
-                input_names=["input"],
-                output_names=["logits"],
-                dynamic_axes={"input": axes, "logits": axes} if dynamic else None,
-            )
+                model, (example,), out, dynamo=False, opset_version=opset, input_names=["input"],
+                output_names=["logits"], dynamic_axes=axes if dynamic else None,
+            )  # fmt: skip
         sys.stderr.write(printed[0])  # warnings of a successful export; none of a failed one
     except torch.onnx.errors.OnnxExporterError as err:  # e.g. an operator missing at this opset
         if not existed and os.path.exists(out):
@@ -300,8 +265,7 @@ def export_onnx(
             f"--opset {opset}: the ONNX exporter cannot record this model at opset {opset}: "
             f"{reason[:300]} (torch's exporter supports opsets {low} to {high}{higher})"
         ) from None
-    found = random_operators(out)
-    if found:
+    if found := random_operators(out):
         os.remove(out)
         ops = ", ".join(f"{op} (at {node})" for op, node in found.items())
         raise ExportError(
@@ -327,11 +291,9 @@ class Verification:
         return self.max_rel <= TOLERANCE
 
     def line(self) -> str:
-        return (
-            f"{'x'.join(map(str, self.shape))}: max |diff| {self.max_abs:.3g}, relative "
-            f"{self.max_rel:.3g}, argmax agreement {100 * self.argmax_agreement:.3f}%"
-            f" -> {'ok' if self.ok else f'FAILED (> {TOLERANCE:g})'}"
-        )
+        return (f"{'x'.join(map(str, self.shape))}: max |diff| {self.max_abs:.3g}, relative "
+                f"{self.max_rel:.3g}, argmax agreement {100 * self.argmax_agreement:.3f}%"
+                f" -> {'ok' if self.ok else f'FAILED (> {TOLERANCE:g})'}")  # fmt: skip
 
 
 def onnx_session(path: str, threads: int = 0) -> Any:
@@ -370,16 +332,14 @@ def use_onnxruntime(
     threads: int = 0,
     names_from: Optional[tuple[str, str]] = None,
 ) -> nn.Module:
-    """Make ``segmentor`` compute ``encode_decode`` with ONNX Runtime (in place; returned).
-
-    Everything around the network (pipeline, preprocessing, whole/slide inference) stays the
-    segmentor's; its weights are never used. The graph's ``logits`` must have as many channels
-    as the segmentor has class names (from ``names_from``: (kind, file), for the message):
-    checked here when the graph's shape says it, else at the first run.
+    """Make ``segmentor`` compute ``encode_decode`` with ONNX Runtime (in place; returned); the
+    rest (pipeline, preprocessing, slide inference) stays mmseg's. The graph's class count must
+    be the segmentor's (``names_from``: (kind, file) for the message), checked from its shape
+    or at the first run.
 
     Raises:
-        UsageError: A missing or unloadable file, onnxruntime not installed, another class
-            count than the class names', or an input size the graph does not take.
+        UsageError: A missing or unloadable or baked file, another class count, or an input
+            size the graph does not take.
     """
     require_file(onnx_file, "ONNX model")
     try:
@@ -399,10 +359,8 @@ def use_onnxruntime(
             "tools/deploy/onnx_runner.py, or export without --bake-preprocess for this backend"
         )
     if len(inputs) != 1:
-        raise UsageError(
-            f"{onnx_file}: the graph takes {len(inputs)} inputs, not the one image tensor of "
-            "tools/deploy/export_onnx.py"
-        )
+        raise UsageError(f"{onnx_file}: the graph takes {len(inputs)} inputs, not the one image "
+                         "tensor of tools/deploy/export_onnx.py")  # fmt: skip
     (graph_input,) = inputs
     logits_at = next((i for i, o in enumerate(outputs) if o.name == "logits"), 0)
     classes, _ = class_info(segmentor)
@@ -418,8 +376,7 @@ def use_onnxruntime(
             )
 
     shape = outputs[logits_at].shape if outputs else []
-    checked = len(shape) > 1 and isinstance(shape[1], int)
-    if checked:
+    if checked := len(shape) > 1 and isinstance(shape[1], int):
         check_classes(shape[1])
 
     def encode_decode(inputs: Tensor, batch_img_metas: Any = None) -> Tensor:

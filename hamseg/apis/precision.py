@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from torch import nn
 
-from .export import ExportError, onnx_session
+from .export import ExportError, finish_graph, onnx_session
 
 PRECISIONS = ("fp16", "int8", "int8-static")
 
@@ -28,11 +28,10 @@ def val_batches(model: nn.Module, limit: int = 0) -> Iterator[tuple[np.ndarray, 
 
 
 def convert(src: str, out: str, precision: str, calibration: list[np.ndarray]) -> None:
-    """Write ``src`` (fp32) at ``precision``: 'fp16' (every float tensor, float32 input and
-    output kept), 'int8' (ORT ``quantize_dynamic``: int8 weights, activations quantised per
-    run) or 'int8-static' (``quantize_static``, QDQ, per-channel weights, activation ranges
-    from the ``calibration`` inputs; convolutions only: with the ham's MatMul/Div quantised too,
-    the demo model agreed with fp32 on 94.5% of val pixels, 99.7% without)."""
+    """Write ``src`` (fp32) at ``precision``: 'fp16' (float32 input/output kept), 'int8' (ORT's
+    ``quantize_dynamic``) or 'int8-static' (QDQ, per-channel, activation ranges from the
+    ``calibration`` inputs; convolutions only: with the ham's MatMul/Div too, the demo model
+    agreed with fp32 on 94.5% of val pixels, 99.7% without)."""
     import onnx
     from onnxruntime import quantization as q
 
@@ -40,13 +39,13 @@ def convert(src: str, out: str, precision: str, calibration: list[np.ndarray]) -
         from onnxruntime.transformers.float16 import convert_float_to_float16
 
         onnx.save(convert_float_to_float16(onnx.load(src), keep_io_types=True), out)
-        return _with_metadata(src, out, precision)
-    from onnxruntime.quantization.shape_inference import quant_pre_process
+    else:
+        from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    quant_pre_process(src, out)  # ORT's folding: every Conv weight an initializer
+        quant_pre_process(src, out)  # ORT's folding: every Conv weight an initializer
     if precision == "int8":
         q.quantize_dynamic(out, out, weight_type=q.QuantType.QInt8)
-    else:
+    elif precision == "int8-static":
         feeds = iter([{"input": x} for x in calibration])
 
         class Reader(q.CalibrationDataReader):
@@ -57,35 +56,26 @@ def convert(src: str, out: str, precision: str, calibration: list[np.ndarray]) -
             out, out, Reader(), quant_format=q.QuantFormat.QDQ, per_channel=True,
             op_types_to_quantize=["Conv"],
         )  # fmt: skip
-    _with_metadata(src, out, precision)
-
-
-def _with_metadata(src: str, out: str, precision: str) -> None:
-    import onnx
-
-    model = onnx.load(out)  # the fp32 graph's metadata, with the precision
-    meta = {p.key: p.value for p in onnx.load(src, load_external_data=False).metadata_props}
-    del model.metadata_props[:]
-    for key, value in dict(meta, precision=precision).items():
-        model.metadata_props.add(key=key, value=value)
-    onnx.save(model, out)
+    session = onnx_session(src)  # the fp32 graph's class count and metadata
+    meta = session.get_modelmeta().custom_metadata_map
+    finish_graph(out, session.get_outputs()[0].shape[1], dict(meta, precision=precision))
 
 
 @dataclass(frozen=True)
 class Agreement:
-    """A converted graph against fp32 on the val split."""
+    """A converted graph against fp32 on the val split: argmax agreement over all pixels and
+    of the worst image, val mIoU (%) of both."""
 
     precision: str
-    agreement: float  # argmax agreement over all pixels
-    worst: float  # of the worst image
-    miou: float  # val mIoU, % (classes present in the ground truth or predicted)
+    agreement: float
+    worst: float
+    miou: float
     miou_fp32: float
 
     def line(self) -> str:
-        return (
-            f"{self.precision}: argmax agreement with fp32 {100 * self.agreement:.2f}% (worst "
-            f"image {100 * self.worst:.2f}%), val mIoU {self.miou:.2f} (fp32 {self.miou_fp32:.2f})"
-        )
+        return (f"{self.precision}: argmax agreement with fp32 {100 * self.agreement:.2f}% (worst "
+                f"image {100 * self.worst:.2f}%), val mIoU {self.miou:.2f} (fp32 "
+                f"{self.miou_fp32:.2f})")  # fmt: skip
 
 
 def miou(confusion: np.ndarray) -> float:
@@ -113,7 +103,6 @@ def check_agreement(result: Agreement, out: str, minimum: float) -> None:
     """Remove ``out`` and raise one line if the agreement is below ``minimum``."""
     if result.agreement < minimum:
         os.remove(out)
-        raise ExportError(
-            f"{out}: {result.line()}, below --min-agreement {minimum:g}; the file was removed "
-            "(lower --min-agreement to keep it, or use another --precision)"
-        )
+        raise ExportError(f"{out}: {result.line()}, below --min-agreement {minimum:g}; the file "
+                          "was removed (lower --min-agreement to keep it, or use another "
+                          "--precision)")  # fmt: skip

@@ -56,24 +56,3 @@ def latency(
                 ))  # fmt: skip
     torch.set_num_threads(saved)
     return rows
-
-
-def markdown(label: str, rows: list[dict[str, Any]]) -> str:
-    """Rows of one model: backend | per thread count: median ms (min-max), ratio | agreement,
-    worst image, val mIoU."""
-    threads = sorted({r["threads"] for r in rows})
-    by = {(r["backend"], r["threads"]): r for r in rows}
-    lines = []
-    for backend in dict.fromkeys(r["backend"] for r in rows):
-        cells = [
-            f"{r['ms']:.1f} ({r['min_ms']:.1f}-{r['max_ms']:.1f}) | **{r['ratio']:.2f}x**"
-            for r in (by[backend, n] for n in threads)
-        ]
-        r = by[backend, threads[0]]
-        quality = f"{100 * r['agreement']:.2f}% ({100 * r['worst']:.2f}%) | {r['miou']:.2f}"
-        lines.append(f"| {label} {r['size']} | {backend} | {' | '.join(cells)} | {quality} |")
-    head = " | ".join(f"ms, {n} thr (min-max) | / eager" for n in threads)
-    return "\n".join(
-        [f"| model | backend | {head} | agreement (worst image) | val mIoU |",
-         "| --- " * (4 + 2 * len(threads)) + "|", *lines]
-    )  # fmt: skip

@@ -38,6 +38,11 @@ def test_deploy_latency_rows_and_table(tmp_path, monkeypatch):
         assert r["ratio"] == pytest.approx(r["ms"] / eager[r["threads"]])
         assert 0 <= r["worst"] <= r["agreement"] <= 1
     assert rows[1]["agreement"] == 1.0 and rows[0]["miou"] == rows[1]["miou"]
-    table = deploy.markdown("demo", rows).splitlines()
+    import runpy
+
+    from tests.conftest import REPO
+
+    markdown = runpy.run_path(f"{REPO}/tools/benchmark_deploy.py")["markdown"]
+    table = markdown("demo", rows).splitlines()
     assert table[0].startswith("| model | backend | ms, 1 thr (min-max) | / eager | ms, 2 thr")
     assert len(table) == 2 + 5 and table[3].startswith("| demo 40 | ORT fp32 | ")
