@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from torch import nn
@@ -47,13 +46,11 @@ def convert(src: str, out: str, precision: str, calibration: list[np.ndarray]) -
         q.quantize_dynamic(out, out, weight_type=q.QuantType.QInt8)
     elif precision == "int8-static":
         feeds = iter([{"input": x} for x in calibration])
-
-        class Reader(q.CalibrationDataReader):
-            def get_next(self) -> Any:
-                return next(feeds, None)
-
+        reader = type(
+            "Reader", (q.CalibrationDataReader,), dict(get_next=lambda _: next(feeds, None))
+        )
         q.quantize_static(
-            out, out, Reader(), quant_format=q.QuantFormat.QDQ, per_channel=True,
+            out, out, reader(), quant_format=q.QuantFormat.QDQ, per_channel=True,
             op_types_to_quantize=["Conv"],
         )  # fmt: skip
     session = onnx_session(src)  # the fp32 graph's class count and metadata

@@ -34,21 +34,19 @@ def latency(
         files = {"fp32": osp.join(tmp, "fp32.onnx")}
         exported = export_onnx(model, files["fp32"], (size, size), dynamic=True)
         batches = list(val_batches(model, val_images))
-        quality = {"fp32": compare(files["fp32"], files["fp32"], "fp32", batches)}
+        files |= {p: osp.join(tmp, f"{p}.onnx") for p in PRECISIONS}
         for p in PRECISIONS:
-            files[p] = osp.join(tmp, f"{p}.onnx")
             convert(files["fp32"], files[p], p, [b for b, _ in batches])
-            quality[p] = compare(files["fp32"], files[p], p, batches)
+        quality = {p: compare(files["fp32"], f, p, batches) for p, f in files.items()}
         for n in threads:
             torch.set_num_threads(n)
+            run = lambda s: lambda: s.run(None, {"input": x.numpy()})  # noqa: E731
             fns = {"eager fp32": lambda: exported(x)}
-            sessions = {p: onnx_session(f, n) for p, f in files.items()}
-            for p, s in sessions.items():
-                fns[f"ORT {p}"] = lambda s=s: s.run(None, {"input": x.numpy()})
+            fns |= {f"ORT {p}": run(onnx_session(f, n)) for p, f in files.items()}
             times = alternate(fns, torch.device("cpu"), runs)
             eager = statistics.median(times["eager fp32"])
             for name, t in times.items():
-                q = quality.get(name.split()[1]) if name != "eager fp32" else quality["fp32"]
+                q = quality[name.split()[1]]  # eager: the fp32 graph's (argmax equal)
                 rows.append(dict(
                     backend=name, threads=n, ms=1e3 * statistics.median(t), min_ms=1e3 * min(t),
                     max_ms=1e3 * max(t), ratio=statistics.median(t) / eager, runs=runs, size=size,

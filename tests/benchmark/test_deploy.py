@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tests.helpers import one_thread  # noqa: F401  (fixture)
@@ -16,8 +17,9 @@ def test_deploy_latency_rows_and_table(tmp_path, monkeypatch):
     from hamseg.benchmark import deploy
 
     threads_seen = []
-    batches = precision.val_batches
-    monkeypatch.setattr(deploy, "val_batches", lambda model, n: batches(model, 2))
+    rng = np.random.default_rng(0)  # two (input, ground truth) pairs: no dataset needed
+    batches = [(rng.normal(size=(1, 3, 40, 40)).astype(np.float32), rng.integers(0, 7, (40, 40)))]
+    monkeypatch.setattr(deploy, "val_batches", lambda model, n: batches * 2)
     monkeypatch.setattr(
         deploy,
         "onnx_session",
