@@ -178,23 +178,21 @@ def _mmseg_ham_message(name: str, ham: nn.Module, modules: dict[str, nn.Module])
     parts = name.split(".")
     heads = (".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1))
     head = next((h for h in heads if type(modules[h]).__name__ == "LightHamHead"), None)
-    draws = "draws " + (
-        "a new random dictionary at every forward"
-        if getattr(ham, "rand_init", 1)
-        else "its dictionary at its first forward, not from the checkpoint"
+    draws = (
+        "draws a new random dictionary at every forward"
+        if getattr(ham, "rand_init", True)
+        else "draws its dictionary at its first forward, not from the checkpoint"
     )
-    what, fix = (
-        f"{name} is mmseg's {type(ham).__name__}: it {draws}",
-        "build the head on a hamseg ham (NMF, VQ) instead",
-    )
+    fix = "build the head on a hamseg ham (NMF, VQ) instead"
+    what = f"{name} is mmseg's {type(ham).__name__}: it {draws}"
     if head is not None:
-        what, fix = (
-            f"{head} is mmseg's LightHamHead: its NMF2D ({name}) {draws}",
-            "set the "
-            "config's decode_head type='HamLightHead' (hamseg's SegNeXt head: same parameter "
-            "names, mmseg's checkpoints load strictly, a seeded dictionary) and export again",
+        what = f"{head} is mmseg's LightHamHead: its NMF2D ({name}) {draws}"
+        fix = (
+            "set the config's decode_head type='HamLightHead' (hamseg's SegNeXt head: same "
+            "parameter names, mmseg's checkpoints load strictly, a seeded dictionary) and export "
+            "again"
         )
-    return f"{what}, so no exported graph computes what the model evaluates; {fix}"  # fmt: skip
+    return f"{what}, so no exported graph computes what the model evaluates; {fix}"
 
 
 def random_operators(path: str) -> dict[str, str]:
