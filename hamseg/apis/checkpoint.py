@@ -53,6 +53,12 @@ def check_state_dict(model_state: State, checkpoint_state: State, source: str) -
             names the checkpoint lacks, then those the model does not have.
     """
     misshaped, missing, unexpected = _diff(model_state, checkpoint_state)
+    if 2 * max(len(missing), len(unexpected)) > len(model_state):  # not the same network
+        raise CheckpointMismatchError(
+            f"checkpoint {source!r} is of another architecture: {len(missing)} of the model's "
+            f"{len(model_state)} tensors are not in it ({_names(missing)}) and {len(unexpected)}"
+            f" of its tensors are not in the model ({_names(unexpected)}); pass its config"
+        )
     parts = []
     if misshaped:
         first = next(

@@ -1,15 +1,14 @@
-"""ONNX export with a seeded dictionary, its verification, and running the graph for inference.
-
-The graph maps mmseg's preprocessed (N, 3, H, W) float32 input to ``encode_decode``'s logits
-(N, K, H, W). Every ham is seeded (``eval_seed``) so the dictionary enters the graph as a
-constant; CD's ridge solve is recorded as a Gauss-Jordan inverse (:mod:`hamseg.models.ridge_solve`);
-mmseg's ``LightHamHead`` and any graph with a random operator are refused (docs/deploy.md).
-"""
+"""ONNX export: normalised (or, baked, raw BGR) (N, 3, H, W) -> logits (N, K, H, W), seeded hams,
+a runner's metadata; its verification, and running it in mmseg (docs/deploy.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import json
 import os
+import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -19,18 +18,18 @@ import torch
 from mmseg.models.decode_heads.ham_head import Matrix_Decomposition_2D_Base
 from torch import Tensor, nn
 
+from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.models.decompositions import MatrixDecomposition2D
 from hamseg.utils.errors import UsageError, require_file
 from hamseg.utils.messages import first_items, one_line
+from hamseg.version import __version__
 
 from .inference import class_info
 
-#: Relative logit difference above which --verify fails.
-TOLERANCE = 1e-4
+TOLERANCE = 1e-4  #: relative logit difference above which --verify fails
 #: ONNX operators that draw random numbers: a graph with one computes something else every run.
-RANDOM_OPS = frozenset(
-    "Bernoulli Multinomial RandomNormal RandomNormalLike RandomUniform RandomUniformLike".split()
-)
+RANDOM_OPS = set("Bernoulli Multinomial RandomNormal RandomNormalLike RandomUniform".split())
+RANDOM_OPS |= {"RandomUniformLike"}
 
 
 class ExportError(UsageError):
@@ -62,24 +61,103 @@ def check_export_options(shape: Sequence[int], opset: int) -> None:
 
 def require_deploy() -> None:
     """Raise one line naming the extra if onnx or onnxruntime is not installed."""
-    missing = [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise UsageError(
-            f"{' and '.join(missing)} not installed: pip install 'hamseg[deploy]' "
-            "(or pip install onnx onnxruntime onnxscript)"
-        )
+    if missing := [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]:
+        raise UsageError(f"{' and '.join(missing)} not installed: pip install 'hamseg[deploy]' "
+                         "(or pip install onnx onnxruntime onnxscript)")  # fmt: skip
 
 
 class SegmentorLogits(nn.Module):
-    """``segmentor.encode_decode(x)``: normalised (N, 3, H, W) -> logits (N, K, H, W)."""
+    """``segmentor.encode_decode(x)``: normalised (N, 3, H, W) -> logits (N, K, H, W); with
+    ``bake``, x is the raw BGR image and the channel swap and mean/std are in the graph."""
 
-    def __init__(self, segmentor: nn.Module) -> None:
+    def __init__(self, segmentor: nn.Module, bake: bool = False) -> None:
         super().__init__()
-        self.segmentor = segmentor
+        self.segmentor, self.bake = segmentor, preprocessing(segmentor.cfg) if bake else None
+        for key in ("mean", "std") if bake else ():
+            self.register_buffer(key, torch.tensor(self.bake[key]).view(1, 3, 1, 1))
 
     def forward(self, x: Tensor) -> Tensor:
+        if self.bake:
+            x = ((x.flip(1) if self.bake["bgr_to_rgb"] else x) - self.mean) / self.std
         meta = [dict(img_shape=tuple(x.shape[2:]), pad_shape=tuple(x.shape[2:]))] * x.shape[0]
         return self.segmentor.encode_decode(x, meta)
+
+
+def preprocessing(cfg: Any) -> dict[str, Any]:
+    """What a runner does before the graph: mmseg's data preprocessor (mean, std in RGB order
+    if ``bgr_to_rgb``; test-time pad ``size``/``size_divisor`` with ``pad_val``) and the test
+    pipeline's ``Resize`` as mmseg's ``inference_model`` runs it (``scale``, ``keep_ratio``)."""
+    pre = cfg.model.get("data_preprocessor", {})
+    pipeline = cfg.get("test_pipeline") or cfg.get("test_dataloader", {}).get("dataset", {})
+    pipeline = pipeline if isinstance(pipeline, list) else pipeline.get("pipeline", [])
+    resize = next((dict(t) for t in pipeline if "Resize" in str(t.get("type"))), None)
+    pad = dict(pre.get("test_cfg") or {})
+    return dict(
+        mean=[float(v) for v in pre.get("mean", (0, 0, 0))], std=[float(v) for v in pre.get(
+        "std", (1, 1, 1))], bgr_to_rgb=bool(pre.get("bgr_to_rgb", False)), pad_val=float(pre.get(
+        "pad_val", 0)), pad=dict(size=pad.get("size"), size_divisor=pad.get("size_divisor")),
+        resize=resize and dict(scale=resize.get("scale"), keep_ratio=resize.get("keep_ratio")),
+    )  # fmt: skip
+
+
+def deploy_metadata(segmentor: nn.Module, seed: int, bake: bool) -> dict[str, str]:
+    """metadata_props of an export: ``hamseg`` (JSON: preprocessing, classes, palette, hams)."""
+    classes, palette = class_info(segmentor)
+    head = segmentor.cfg.model.get("decode_head", {})
+    ham = dict(head.get("ham_cfg") or head.get("ham_kwargs") or {}, eval_seed=seed)
+    return {"hamseg": json.dumps(dict(
+        preprocessing(segmentor.cfg), input="bgr 0-255" if bake else "normalised",
+        classes=classes, palette=palette, ham=ham, hamseg_version=__version__,
+    ))}  # fmt: skip
+
+
+def check_ham_config(cfg: Any, checkpoint: str) -> None:
+    """Raise one line if ``checkpoint``'s training config (meta['cfg']) names other ham settings
+    than ``cfg`` (``eval_*`` and keys only one names are not compared)."""
+    from mmengine.config import Config
+
+    if not (stored := load_checkpoint_file(checkpoint).get("meta", {}).get("cfg")):
+        return
+    hams = lambda c: {k: dict(v.get("ham_cfg") or v.get("ham_kwargs") or {})  # noqa: E731
+                      for k, v in c.model.items() if isinstance(v, dict)}  # fmt: skip
+    trained, wanted = hams(Config.fromstring(stored, ".py")), hams(cfg)
+    for head in sorted(set(trained) & set(wanted)):
+        a, b = trained[head], wanted[head]
+        keys = [k for k in sorted(set(a) & set(b)) if a[k] != b[k] and not k.startswith("eval_")]
+        have, want = (", ".join(f"{k}={d[k]!r}" for k in keys) for d in (a, b))
+        if keys:
+            raise ExportError(f"{checkpoint} was trained with {head} ham {have} but the config "
+                              f"has {want}: export with the config it was trained with, or pass "
+                              "--allow-config-mismatch to export anyway")  # fmt: skip
+
+
+@contextlib.contextmanager
+def _captured_output() -> Any:
+    """Send fd 1/2 (torch's IR dumps, tracer warnings) to a file; yields [its text] after."""
+    text: list[str] = []
+    with tempfile.TemporaryFile("w+") as tmp:
+        sys.stdout.flush(), sys.stderr.flush()
+        saved = [os.dup(1), os.dup(2)]
+        os.dup2(tmp.fileno(), 1), os.dup2(tmp.fileno(), 2)
+        try:
+            yield text
+        finally:
+            sys.stdout.flush(), sys.stderr.flush()
+            for fd, copy in zip((1, 2), saved):
+                os.dup2(copy, fd), os.close(copy)
+            tmp.seek(0)
+            text.append(tmp.read())
+
+
+def finish_graph(path: str, classes: int, metadata: dict[str, str]) -> None:
+    """Fix ``logits``' class dimension to ``classes`` and set ``metadata_props``."""
+    import onnx
+
+    model = onnx.load(path)
+    for out in (o for o in model.graph.output if o.name == "logits"):
+        out.type.tensor_type.shape.dim[1].dim_value = classes  # clears the symbol
+    onnx.helper.set_model_props(model, metadata)  # replaces any
+    onnx.save(model, path)
 
 
 def seed_hams(model: nn.Module, seed: int) -> list[str]:
@@ -142,42 +220,39 @@ def export_onnx(
     opset: int = 17,
     seed: int = 0,
     batch: int = 1,
+    bake: bool = False,
 ) -> SegmentorLogits:
-    """Export a CPU segmentor to ``out`` (torch's TorchScript exporter, ``dynamo=False``) with
-    an example input of (``batch``, 3, *``shape``), N/H/W dynamic if ``dynamic``, every ham's
-    ``eval_seed`` = ``seed``; returns the exported module (for :func:`verify_onnx`).
+    """Export a CPU segmentor to ``out`` (TorchScript exporter) on a (``batch``, 3, *``shape``)
+    example, N/H/W dynamic if ``dynamic`` (K static), every ham seeded, :func:`deploy_metadata`,
+    the normalisation in the graph if ``bake``; returns the exported module.
 
     Raises:
-        ExportError: Options no export takes, an unsupported ham, a shape the backbone cannot
-            take, a model the exporter cannot record at ``opset``, or a graph with a random
-            operator (``out`` is then removed).
+        ExportError: Bad options, an unsupported ham or shape, an operator missing at
+            ``opset``, or a graph with a random operator (``out`` is then removed).
     """
     require_deploy()
     check_export_options(shape, opset)
     seed_hams(segmentor, seed)
-    model = SegmentorLogits(segmentor.eval()).eval()
+    model = SegmentorLogits(segmentor.eval(), bake).eval()
     example = torch.randn(batch, 3, *shape, generator=torch.Generator().manual_seed(seed))
+    if bake:
+        example = example * 50 + 128
     try:
         with torch.no_grad():
-            model(example)  # eager: draws the seeded dictionaries outside any trace
+            classes = model(example).shape[1]  # eager: draws the seeded dictionaries
     except RuntimeError as err:
         raise ExportError(
             f"the model cannot take an input of {shape[0]}x{shape[1]}: {one_line(err)}"
         ) from None
-    axes = {0: "batch", 2: "height", 3: "width"}
+    axes = dict.fromkeys(["input", "logits"], {0: "batch", 2: "height", 3: "width"})
     existed = os.path.exists(out)
     try:
-        with torch.no_grad():
+        with torch.no_grad(), _captured_output() as printed:
             torch.onnx.export(
-                model,
-                (example,),
-                out,
-                dynamo=False,
-                opset_version=opset,
-                input_names=["input"],
-                output_names=["logits"],
-                dynamic_axes={"input": axes, "logits": axes} if dynamic else None,
-            )
+                model, (example,), out, dynamo=False, opset_version=opset, input_names=["input"],
+                output_names=["logits"], dynamic_axes=axes if dynamic else None,
+            )  # fmt: skip
+        sys.stderr.write(printed[0])  # warnings of a successful export; none of a failed one
     except torch.onnx.errors.OnnxExporterError as err:  # e.g. an operator missing at this opset
         if not existed and os.path.exists(out):
             os.remove(out)
@@ -188,8 +263,7 @@ def export_onnx(
             f"--opset {opset}: the ONNX exporter cannot record this model at opset {opset}: "
             f"{reason[:300]} (torch's exporter supports opsets {low} to {high}{higher})"
         ) from None
-    found = random_operators(out)
-    if found:
+    if found := random_operators(out):
         os.remove(out)
         ops = ", ".join(f"{op} (at {node})" for op, node in found.items())
         raise ExportError(
@@ -197,6 +271,7 @@ def export_onnx(
             "something else and none what the model evaluated; the file was removed. Use "
             "hamseg's heads and hams, whose dictionaries the exporter seeds (docs/deploy.md)"
         )
+    finish_graph(out, classes, deploy_metadata(segmentor, seed, bake))
     return model
 
 
@@ -214,22 +289,20 @@ class Verification:
         return self.max_rel <= TOLERANCE
 
     def line(self) -> str:
-        return (
-            f"{'x'.join(map(str, self.shape))}: max |diff| {self.max_abs:.3g}, relative "
-            f"{self.max_rel:.3g}, argmax agreement {100 * self.argmax_agreement:.3f}%"
-            f" -> {'ok' if self.ok else f'FAILED (> {TOLERANCE:g})'}"
-        )
+        return (f"{'x'.join(map(str, self.shape))}: max |diff| {self.max_abs:.3g}, relative "
+                f"{self.max_rel:.3g}, argmax agreement {100 * self.argmax_agreement:.3f}%"
+                f" -> {'ok' if self.ok else f'FAILED (> {TOLERANCE:g})'}")  # fmt: skip
 
 
 def onnx_session(path: str, threads: int = 0) -> Any:
-    """An ONNX Runtime CPU session with full graph optimisation."""
+    """An ONNX Runtime CPU session, full graph optimisation, ``threads`` intra-op threads (0:
+    ORT's default), one inter-op thread."""
     require_deploy()
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    if threads:
-        options.intra_op_num_threads = threads
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
     return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
@@ -257,16 +330,14 @@ def use_onnxruntime(
     threads: int = 0,
     names_from: Optional[tuple[str, str]] = None,
 ) -> nn.Module:
-    """Make ``segmentor`` compute ``encode_decode`` with ONNX Runtime (in place; returned).
-
-    Everything around the network (pipeline, preprocessing, whole/slide inference) stays the
-    segmentor's; its weights are never used. The graph's ``logits`` must have as many channels
-    as the segmentor has class names (from ``names_from``: (kind, file), for the message):
-    checked here when the graph's shape says it, else at the first run.
+    """Make ``segmentor`` compute ``encode_decode`` with ONNX Runtime (in place; returned); the
+    rest (pipeline, preprocessing, slide inference) stays mmseg's. The graph's class count must
+    be the segmentor's (``names_from``: (kind, file) for the message), checked from its shape
+    or at the first run.
 
     Raises:
-        UsageError: A missing or unloadable file, onnxruntime not installed, another class
-            count than the class names', or an input size the graph does not take.
+        UsageError: A missing or unloadable or baked file, another class count, or an input
+            size the graph does not take.
     """
     require_file(onnx_file, "ONNX model")
     try:
@@ -279,11 +350,15 @@ def use_onnxruntime(
             "with tools/deploy/export_onnx.py"
         ) from None
     inputs, outputs = session.get_inputs(), session.get_outputs()
-    if len(inputs) != 1:
+    info = json.loads(session.get_modelmeta().custom_metadata_map.get("hamseg", "{}"))
+    if info.get("input", "normalised") != "normalised":
         raise UsageError(
-            f"{onnx_file}: the graph takes {len(inputs)} inputs, not the one image tensor of "
-            "tools/deploy/export_onnx.py"
+            f"{onnx_file} takes the raw image (exported with --bake-preprocess): run it with "
+            "tools/deploy/onnx_runner.py, or export without --bake-preprocess for this backend"
         )
+    if len(inputs) != 1:
+        raise UsageError(f"{onnx_file}: the graph takes {len(inputs)} inputs, not the one image "
+                         "tensor of tools/deploy/export_onnx.py")  # fmt: skip
     (graph_input,) = inputs
     logits_at = next((i for i, o in enumerate(outputs) if o.name == "logits"), 0)
     classes, _ = class_info(segmentor)
@@ -299,8 +374,7 @@ def use_onnxruntime(
             )
 
     shape = outputs[logits_at].shape if outputs else []
-    checked = len(shape) > 1 and isinstance(shape[1], int)
-    if checked:
+    if checked := len(shape) > 1 and isinstance(shape[1], int):
         check_classes(shape[1])
 
     def encode_decode(inputs: Tensor, batch_img_metas: Any = None) -> Tensor:

@@ -1,67 +1,56 @@
-"""CPU latency of a segmentor in PyTorch eager vs its ONNX export in ONNX Runtime (docs/deploy.md).
-
-Random weights (:func:`~hamseg.benchmark.models.build_for_training`), eval mode, a seeded
-dictionary (:func:`hamseg.apis.export.export_onnx`); each backend is one entry of a dict of
-calls timed alternately on the same input (:func:`~hamseg.benchmark.measure.alternate`).
-"""
+"""CPU latency, PyTorch eager vs ONNX Runtime fp32/fp16/int8 at equal threads (docs/deploy.md)."""
 
 from __future__ import annotations
 
 import os.path as osp
 import statistics
 import tempfile
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
+from hamseg.apis import init_model
 from hamseg.apis.export import export_onnx, onnx_session
+from hamseg.apis.precision import PRECISIONS, compare, convert, val_batches
 
-from .measure import alternate, spread
-from .models import build_for_training, resolve
+from .measure import alternate
+from .models import resolve
 
-#: (label, config, input size): the demo model and the VOC recipe's model.
-DEFAULT_CASES = [
-    ("demo HamHead-NMF", "configs/demo/hamhead-nmf_r18-d8_context-shapes.py", 128),
-    ("configs/ham_voc.py", "configs/ham_voc.py", 513),
-]
+DEMO = "configs/demo/hamhead-nmf_r18-d8_context-shapes.py"
+SEGNEXT = "configs/demo/hamlighthead-nmf_mscan-t_context-shapes.py"
 
 
-def latency(config: str, size: int, runs: int = 10, threads: int = 0) -> dict[str, Any]:
-    """Median seconds of one 1x3xSxS inference, eager and ONNX Runtime (``threads`` intra-op
-    threads, 0: its default), their ratio and the larger spread of the two."""
-    model = build_for_training(resolve(config), size, torch.device("cpu"))[0].eval()
+def latency(
+    config: str, size: int, checkpoint: Optional[str], threads: list[int], runs: int = 10,
+    val_images: int = 0,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """One row per backend and thread count: median ms of a 1x3xSxS inference over ``runs``
+    alternating runs (torch.set_num_threads = ORT intra-op threads, inter-op 1), min/max, the
+    ratio to eager at the same threads, and (ORT) argmax agreement with fp32 and val mIoU."""
+    model = init_model(resolve(config), checkpoint, "cpu")
     x = torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(0))
+    rows, saved = [], torch.get_num_threads()
     with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
-        exported = export_onnx(model, osp.join(tmp, "model.onnx"), (size, size), seed=0)
-        session = onnx_session(osp.join(tmp, "model.onnx"), threads)
-        feed = {"input": x.numpy()}
-        backends = {"eager": lambda: exported(x), "onnxruntime": lambda: session.run(None, feed)}
-        times = alternate(backends, torch.device("cpu"), runs)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    return dict(
-        eager=med["eager"], onnxruntime=med["onnxruntime"], ratio=med["onnxruntime"] / med["eager"],
-        spread=max(map(spread, times.values())), runs=runs, size=size,
-    )  # fmt: skip
-
-
-def as_json(rows: list[tuple[str, dict[str, Any]]], threads: int = 0) -> dict[str, Any]:
-    """The rows as the benchmark's JSON: every :func:`latency` number under its label, and ONNX
-    Runtime's thread setting (0: its default)."""
-    return dict(rows=[dict(label=label, **r) for label, r in rows], threads=threads, device="cpu")
-
-
-def markdown(rows: list[tuple[str, dict[str, Any]]]) -> str:
-    """A markdown table of the rows: median latencies (ms), their ratio and spread."""
-    lines = [
-        "| model | input | PyTorch eager | ONNX Runtime | ORT / eager | spread |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
-    lines += [
-        f"| {label} | 1x3x{r['size']}x{r['size']} | {r['eager'] * 1e3:.1f} ms "
-        f"| {r['onnxruntime'] * 1e3:.1f} ms | **{r['ratio']:.2f}x** | {r['spread'] * 100:.0f}% |"
-        for label, r in rows
-    ]
-    return (
-        "\n".join(lines) + f"\n\nMedian of {rows[0][1]['runs']} alternating runs; spread: "
-        "(max - min) / median, the larger of the two.\n"
-    )
+        files = {"fp32": osp.join(tmp, "fp32.onnx")}
+        exported = export_onnx(model, files["fp32"], (size, size), dynamic=True)
+        batches = list(val_batches(model, val_images))
+        files |= {p: osp.join(tmp, f"{p}.onnx") for p in PRECISIONS}
+        for p in PRECISIONS:
+            convert(files["fp32"], files[p], p, [b for b, _ in batches])
+        quality = {p: compare(files["fp32"], f, p, batches) for p, f in files.items()}
+        for n in threads:
+            torch.set_num_threads(n)
+            run = lambda s: lambda: s.run(None, {"input": x.numpy()})  # noqa: E731
+            fns = {"eager fp32": lambda: exported(x)}
+            fns |= {f"ORT {p}": run(onnx_session(f, n)) for p, f in files.items()}
+            times = alternate(fns, torch.device("cpu"), runs)
+            eager = statistics.median(times["eager fp32"])
+            for name, t in times.items():
+                q = quality[name.split()[1]]  # eager: the fp32 graph's (argmax equal)
+                rows.append(dict(
+                    backend=name, threads=n, ms=1e3 * statistics.median(t), min_ms=1e3 * min(t),
+                    max_ms=1e3 * max(t), ratio=statistics.median(t) / eager, runs=runs, size=size,
+                    agreement=q.agreement, worst=q.worst, miou=q.miou, val_images=len(batches),
+                ))  # fmt: skip
+    torch.set_num_threads(saved)
+    return rows

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+import hamseg
 from hamseg.apis import export as export_api
 from hamseg.apis import init_model
 from hamseg.apis.export import (
@@ -155,8 +156,8 @@ def test_verify_failure_prints_the_numbers_and_exits_non_zero(tmp_path):
     ckpt = make_checkpoint(str(tmp_path / "m.pth"))
     reseed = (
         "import sys, runpy; import hamseg.apis.export as ex; export = ex.export_onnx\n"
-        "def export_then_reseed(model, out, *args):\n"
-        "    exported = export(model, out, *args)\n"
+        "def export_then_reseed(model, out, *args, **kw):\n"
+        "    exported = export(model, out, *args, **kw)\n"
         "    ex.seed_hams(exported, 1)  # PyTorch now evaluates another dictionary\n"
         "    return exported\n"
         "ex.export_onnx = export_then_reseed; sys.argv = sys.argv[1:]\n"
@@ -211,6 +212,88 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
             )
         assert message in error, error
         assert not osp.exists(out)
+    # the opset error comes alone: no TorchScript IR dump (400+ lines) or tracer warning first
+    proc = run(EXPORT, NMF, ckpt, "--out", out, "--shape", "64", "64", "--opset", "7")
+    assert "Torch IR graph" not in proc.stderr and "TracerWarning" not in proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith("error: --opset 7: ")
+    assert len(proc.stderr.splitlines()) <= 2  # mmengine's checkpoint log line, the error
+
+
+def test_a_checkpoint_of_another_ham_is_refused_unless_allowed(tmp_path):
+    """Issue 28 (6): an NMF-trained checkpoint with the CD config loads strictly (same
+    parameters) but computes something else: refused in one line, exported with the flag."""
+    ckpt = make_checkpoint(str(tmp_path / "nmf.pth"), NMF)
+    out = str(tmp_path / "cd.onnx")
+    error = one_line_error(run(EXPORT, CD, ckpt, "--out", out, "--shape", "33", "33"))
+    assert error == (
+        f"error: {ckpt} was trained with decode_head ham type='NMF' but the config has "
+        "type='CD': export with the config it was trained with, or pass "
+        "--allow-config-mismatch to export anyway"
+    )
+    assert not osp.exists(out)
+    proc = run(EXPORT, CD, ckpt, "--out", out, "--shape", "33", "33", "--allow-config-mismatch")
+    assert proc.returncode == 0 and osp.exists(out), proc.stderr[-2000:]
+
+
+def test_a_checkpoint_of_another_architecture_says_so_first(tmp_path):
+    """Issue 28 (7): SegNeXt-T weights with the ResNet demo config open with 'another
+    architecture', not with num_classes advice about a classifier that happens to match."""
+    config = osp.join(DEMO, "hamlighthead-nmf_mscan-t_context-shapes.py")
+    ckpt = make_checkpoint(str(tmp_path / "segnext.pth"), config)
+    error = one_line_error(run(EXPORT, NMF, ckpt, "--out", str(tmp_path / "m.onnx")))
+    assert error.startswith(f"error: checkpoint '{ckpt}' is of another architecture: ")
+    assert re.search(r"and \d+ of its tensors are not in the model \(backbone\.patch_embed", error)
+    assert "num_classes" not in error and error.endswith("; pass its config")
+
+
+def test_dynamic_export_has_a_static_class_dimension_and_the_runner_metadata(nmf_onnx):
+    """Issue 28 (5, 2): logits (batch, 7, height, width); metadata_props 'hamseg' holds what a
+    runner needs, read from the config and the checkpoint."""
+    import json
+
+    import onnx
+
+    model = onnx.load(nmf_onnx["onnx"])
+    dims = model.graph.output[0].type.tensor_type.shape.dim
+    assert [d.dim_value or d.dim_param for d in dims] == ["batch", 7, "height", "width"]
+    (prop,) = model.metadata_props
+    info = json.loads(prop.value)
+    assert prop.key == "hamseg" and info["input"] == "normalised" and info["bgr_to_rgb"]
+    assert info["mean"] == [123.675, 116.28, 103.53] and info["std"] == [58.395, 57.12, 57.375]
+    assert info["classes"][:2] == ["background", "red team"] and len(info["palette"]) == 7
+    assert info["ham"] == dict(
+        type="NMF", R=16, train_steps=6, eval_steps=6, eval_seed=0, eval_draws=8
+    )
+    assert info["resize"] is None and info["pad"] == dict(size=None, size_divisor=None)
+    assert info["hamseg_version"] == hamseg.__version__
+
+
+def test_bake_preprocess_puts_the_normalisation_in_the_graph(tmp_path, nmf_onnx):
+    import onnxruntime as ort
+
+    model = init_model(NMF, nmf_onnx["ckpt"], "cpu")
+    path = str(tmp_path / "baked.onnx")
+    export_onnx(model, path, (40, 56), dynamic=True, bake=True)
+    bgr = np.random.default_rng(1).integers(0, 256, (1, 3, 41, 57)).astype(np.float32)
+    mean, std = np.array([123.675, 116.28, 103.53]), np.array([58.395, 57.12, 57.375])
+    normalised = ((bgr[:, ::-1] - mean[:, None, None]) / std[:, None, None]).astype(np.float32)
+    sessions = [
+        ort.InferenceSession(f, providers=["CPUExecutionProvider"])
+        for f in (path, nmf_onnx["onnx"])
+    ]
+    baked = sessions[0].run(None, {"input": bgr})[0]
+    plain = sessions[1].run(None, {"input": normalised})[0]
+    assert np.abs(baked - plain).max() < 1e-4 and baked.shape == (1, 7, 41, 57)
+    meta = sessions[0].get_modelmeta().custom_metadata_map["hamseg"]
+    assert '"input": "bgr 0-255"' in meta
+    error = one_line_error(
+        run("tools/infer.py", nmf_onnx["images"], "--config", NMF, "--backend", "onnxruntime",
+            "--model", path, "--out-dir", str(tmp_path / "o"))
+    )  # fmt: skip
+    assert (
+        error == f"error: {path} takes the raw image (exported with --bake-preprocess): run "
+        "it with tools/deploy/onnx_runner.py, or export without --bake-preprocess for this backend"
+    )
 
 
 def test_without_onnxruntime_the_tool_names_the_extra(tmp_path):
@@ -345,3 +428,72 @@ def test_other_heads_export_and_match(tmp_path, name):
     exported = export_onnx(model, path, (64, 64), dynamic=True, seed=0)
     for check in verify_onnx(exported, path, [(1, 3, 64, 64), (2, 3, 96, 64)]):
         assert check.ok and check.argmax_agreement >= 0.999, check.line()
+
+
+#: Run a script with torch, mmseg, mmengine, mmcv and hamseg made unimportable.
+NO_TORCH = (
+    "import sys, runpy\n"
+    "for name in ('torch', 'mmseg', 'mmengine', 'mmcv', 'hamseg'): sys.modules[name] = None\n"
+    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+RUNNER = "tools/deploy/onnx_runner.py"
+
+
+@pytest.mark.parametrize("bake", [False, True], ids=["metadata", "baked"])
+def test_the_torch_free_runner_writes_infer_py_label_maps_byte_for_byte(tmp_path, nmf_onnx, bake):
+    """Issue 28 (3): tools/deploy/onnx_runner.py with importing torch failing, against
+    tools/infer.py --backend onnxruntime on the same graph (for the baked graph: its unbaked
+    twin), label maps equal byte for byte; its overlays are written too."""
+    import cv2
+
+    onnx_file = nmf_onnx["onnx"]
+    if bake:
+        onnx_file = str(tmp_path / "baked.onnx")
+        model = init_model(NMF, nmf_onnx["ckpt"], "cpu")
+        export_onnx(model, onnx_file, (64, 64), dynamic=True, bake=True)
+    images, ours, theirs = nmf_onnx["images"], tmp_path / "runner", tmp_path / "infer"
+    proc = run("-c", NO_TORCH, RUNNER, onnx_file, images, "--out-dir", str(ours), "--threads", "1")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == f"wrote 2 label map(s) to {ours}"
+    infer = run(
+        "tools/infer.py", images, "--config", NMF, "--backend", "onnxruntime", "--model",
+        nmf_onnx["onnx"], "--out-dir", str(theirs), "--save-label", "--no-progress",
+    )  # fmt: skip
+    assert infer.returncode == 0, infer.stderr[-2000:]
+    for i, (h, w) in enumerate([(57, 71), (64, 49)]):
+        a, b = (open(d / f"{i}_label.png", "rb").read() for d in (ours, theirs))
+        assert a == b
+        assert cv2.imread(str(ours / f"{i}_overlay.png")).shape == (h, w, 3)
+    (tmp_path / "t.py").write_text("import torch\n")
+    crippled = run("-c", NO_TORCH, str(tmp_path / "t.py"))  # the shim really blocks torch
+    assert crippled.returncode == 1 and "ModuleNotFoundError" in crippled.stderr
+
+
+def test_the_runner_follows_the_resize_and_pad_rule():
+    """A keep-ratio resize (ADE's (2048, 512)) and padding to a multiple, as mmcv/mmseg."""
+    import runpy
+
+    runner = runpy.run_path(osp.join(REPO, RUNNER))
+    size = runner["resized_size"]
+    assert size(480, 640, dict(scale=(2048, 512), keep_ratio=True)) == (512, 683)
+    assert size(37, 50, dict(scale=(2048, 512), keep_ratio=True)) == (512, 692)
+    assert size(37, 50, dict(scale=(64, 32), keep_ratio=False)) == (32, 64)
+    assert size(37, 50, None) == (37, 50)
+
+    class Echo:  # a graph that returns its input: shows the padded, normalised tensor
+        def get_inputs(self):
+            return [type("I", (), {"name": "input"})]
+
+        def run(self, _, feed):
+            self.seen = feed["input"]
+            return [np.repeat(feed["input"][:, :1], 2, 1)]
+
+    info = dict(
+        input="normalised", bgr_to_rgb=True, mean=[1.0, 2.0, 3.0], std=[2.0, 2.0, 2.0],
+        resize=None, pad=dict(size=None, size_divisor=8), pad_val=0.0,
+    )  # fmt: skip
+    echo, bgr = Echo(), np.full((5, 9, 3), (10, 20, 30), np.uint8)
+    label = runner["predict"](echo, info, bgr)
+    assert echo.seen.shape == (1, 3, 8, 16) and label.shape == (5, 9)
+    assert np.array_equal(echo.seen[0, :, 0, 0], [14.5, 9.0, 3.5])  # RGB, normalised
+    assert not echo.seen[0, :, 5:].any() and not echo.seen[0, :, :, 9:].any()  # pad_val 0

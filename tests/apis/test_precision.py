@@ -1,0 +1,76 @@
+"""fp16 / int8 graphs (hamseg.apis.precision, export_onnx.py --precision/--quantize)."""
+
+from __future__ import annotations
+
+import json
+import os.path as osp
+import re
+
+import numpy as np
+import pytest
+
+from hamseg.apis import init_model
+from hamseg.apis.export import export_onnx
+from hamseg.apis.precision import compare, convert, miou, val_batches
+from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
+from tests.apis.test_export import EXPORT, NMF
+from tests.helpers import make_checkpoint, one_thread  # noqa: F401  (fixture)
+from tests.tools.test_finetune_path import one_line_error, run
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory, one_thread) -> dict:  # noqa: F811
+    """A 3-image 48x48 val split, a config reading it, a checkpoint and its fp32 export."""
+    tmp = tmp_path_factory.mktemp("precision")
+    root = str(tmp / "data")
+    generate_context_shapes(root, ContextShapesConfig(size=48, num_train=1, num_val=3), False)
+    config = tmp / "cfg.py"
+    config.write_text(
+        f"_base_ = [{NMF!r}]\nval_dataloader = dict(dataset=dict(data_root={root!r}))\n"
+    )
+    ckpt = make_checkpoint(str(tmp / "m.pth"))
+    model = init_model(str(config), ckpt, "cpu")
+    fp32 = str(tmp / "fp32.onnx")
+    export_onnx(model, fp32, (48, 48), dynamic=True)
+    return dict(config=str(config), ckpt=ckpt, model=model, fp32=fp32, tmp=tmp)
+
+
+def test_miou_of_a_confusion_matrix():
+    confusion = np.array([[3, 1, 0], [0, 2, 0], [0, 0, 0]])  # class 2 absent: not counted
+    assert miou(confusion) == pytest.approx(100 * (3 / 4 + 2 / 3) / 2)
+
+
+def test_each_precision_is_converted_and_compared_on_the_val_split(setup):
+    import onnx
+
+    batches = list(val_batches(setup["model"]))
+    assert len(batches) == 3 and batches[0][0].shape == (1, 3, 48, 48)
+    assert batches[0][1].shape == (48, 48) and batches[0][1].max() < 7
+    same = compare(setup["fp32"], setup["fp32"], "fp32", batches)
+    assert same.agreement == same.worst == 1.0 and same.miou == same.miou_fp32
+    ops = {}
+    for precision in ("fp16", "int8", "int8-static"):
+        out = str(setup["tmp"] / f"{precision}.onnx")
+        convert(setup["fp32"], out, precision, [x for x, _ in batches])
+        model = onnx.load(out)
+        ops[precision] = {n.op_type for n in model.graph.node}
+        meta = {p.key: p.value for p in model.metadata_props}
+        assert meta["precision"] == precision and json.loads(meta["hamseg"])["ham"]["type"] == "NMF"
+        result = compare(setup["fp32"], out, precision, batches)
+        assert 0.5 < result.agreement <= 1 and result.worst <= result.agreement
+        assert result.miou_fp32 == same.miou and result.line().startswith(f"{precision}: argmax")
+    assert "Cast" in ops["fp16"] and "ConvInteger" in ops["int8"]
+    assert "QuantizeLinear" in ops["int8-static"] and "DynamicQuantizeLinear" in ops["int8"]
+
+
+def test_a_graph_below_min_agreement_is_refused_and_removed(setup):
+    out = setup["tmp"] / "q.onnx"
+    args = [EXPORT, setup["config"], setup["ckpt"], "--out", str(out), "--shape", "48", "48"]
+    error = one_line_error(run(*args, "--quantize", "int8", "--min-agreement", "1.01"))
+    assert error.startswith(f"error: {out}: int8: argmax agreement with fp32 ")
+    assert "below --min-agreement 1.01; the file was removed" in error and not out.exists()
+    proc = run(*args, "--precision", "fp16", "--min-agreement", "0.5", "--val-images", "2")
+    assert proc.returncode == 0 and osp.exists(out), proc.stderr[-2000:]
+    assert re.search(r"^fp16: argmax agreement with fp32 \S+% \(worst image", proc.stdout, re.M)
