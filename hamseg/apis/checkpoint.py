@@ -1,10 +1,6 @@
-"""Strict checkpoint loading: a checkpoint loads only if it fills the model exactly.
-
-mmengine's ``load_checkpoint`` (behind mmseg's ``init_model`` and ``Runner.load_from``) loads
-with ``strict=False``, so a classifier of another class count stays randomly initialised. Here
-any mismatch is a :class:`CheckpointMismatchError`: one line naming the layer, both shapes and,
-for a classifier, both class counts (docs/robustness.md).
-"""
+"""Strict checkpoint loading: mmengine's ``load_checkpoint`` loads with ``strict=False`` (a
+classifier of another class count stays random); here any mismatch is a one-line
+:class:`CheckpointMismatchError` naming the layer, shapes, class counts (docs/robustness.md)."""
 
 from __future__ import annotations
 
@@ -48,8 +44,7 @@ def check_state_dict(model_state: State, checkpoint_state: State, source: str) -
     """Raise unless ``checkpoint_state`` has exactly the names and shapes of ``model_state``.
 
     Raises:
-        CheckpointMismatchError: One line: the shape mismatches first (a classifier of another
-            class count first: ``the checkpoint has N classes, the config has M``), then the
+        CheckpointMismatchError: One line: shape mismatches (a classifier's first), then the
             names the checkpoint lacks, then those the model does not have.
     """
     misshaped, missing, unexpected = _diff(model_state, checkpoint_state)
@@ -82,9 +77,8 @@ def check_state_dict(model_state: State, checkpoint_state: State, source: str) -
     if missing:
         parts.append(f"{len(missing)} model tensors are not in the checkpoint ({_names(missing)})")
     if unexpected:
-        parts.append(
-            f"{len(unexpected)} checkpoint tensors are not in the model ({_names(unexpected)})"
-        )
+        parts.append(f"{len(unexpected)} checkpoint tensors are not in the model "
+                     f"({_names(unexpected)})")  # fmt: skip
     if parts:
         hint = "" if misshaped else " (is it a checkpoint of another model? pass its config)"
         raise CheckpointMismatchError(
@@ -135,8 +129,8 @@ def reinitialised_by_load_from(model: nn.Module, filename: str) -> str | None:
 
 
 def load_state_dict_strict(model: nn.Module, checkpoint: Any, source: str) -> None:
-    """Load a loaded checkpoint (a state dict, or a dict holding one under ``state_dict``,
-    ``net`` or ``model``) into ``model`` (wrappers and TTA models unwrapped) if it fits exactly.
+    """Load a loaded checkpoint (a state dict or a dict holding one) into ``model`` (wrappers
+    and TTA models unwrapped) if it fits exactly.
 
     Raises:
         CheckpointMismatchError: It holds no state dict or does not fit the model exactly.
@@ -147,8 +141,7 @@ def load_state_dict_strict(model: nn.Module, checkpoint: Any, source: str) -> No
 
 
 def load_checkpoint_strict(model: nn.Module, filename: str, map_location: Any = "cpu") -> Any:
-    """Read a checkpoint file (``weights_only=True``), load it with
-    :func:`load_state_dict_strict` and return it (its ``meta`` too)."""
+    """Read a checkpoint file (``weights_only=True``), load it strictly and return it."""
     checkpoint = load_checkpoint_file(filename, map_location=map_location)
     load_state_dict_strict(model, checkpoint, filename)
     return checkpoint

@@ -21,14 +21,9 @@ import numpy as np
 from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.runner import Runner
-from torch import nn
 
+from hamseg.datasets import context_shapes as shapes
 from hamseg.datasets.checks import check_dataset_paths
-from hamseg.datasets.context_shapes import (
-    ContextShapesConfig,
-    generate_context_shapes,
-    is_generated,
-)
 from hamseg.utils.config import dataset_classes
 from hamseg.utils.errors import UsageError
 
@@ -78,13 +73,13 @@ class _Stopwatch(Hook):
 
 
 def ensure_data(data_root: str, **options: Optional[int]) -> None:
-    """Generate Context Shapes into ``data_root`` unless a complete copy is there (with these
-    generator options, ``size``, ``num_train``, ``num_val``; any copy without options)."""
+    """Generate Context Shapes into ``data_root`` unless a complete copy (with these generator
+    ``options``, if any) is there."""
     wanted = {k: v for k, v in options.items() if v is not None}
-    cfg = ContextShapesConfig(**wanted)
-    if not is_generated(data_root, cfg if wanted else None):
+    cfg = shapes.ContextShapesConfig(**wanted)
+    if not shapes.is_generated(data_root, cfg if wanted else None):
         print(f"Generating Context Shapes in {data_root} ...", flush=True)
-        generate_context_shapes(data_root, cfg, progress=True)
+        shapes.generate_context_shapes(data_root, cfg, progress=True)
 
 
 def set_schedule_length(cfg: Config, max_iters: int) -> None:
@@ -100,15 +95,11 @@ def set_schedule_length(cfg: Config, max_iters: int) -> None:
             sched["begin"] = min(sched["begin"], warm)
 
 
-def _params(module: nn.Module) -> int:
-    return int(sum(p.numel() for p in module.parameters()))
-
-
 def head_config(
     config: str, data_config: Optional[str] = None, data_root: Optional[str] = None
 ) -> Config:
     """The head ``config`` on the data of ``data_config`` (its :data:`DATA_KEYS`, data
-    preprocessor and class count; the head's model and schedule), the loaders' root ``data_root``.
+    preprocessor and class count), the loaders' root ``data_root``.
 
     Raises:
         FileNotFoundError: No config file at ``config`` or ``data_config``.
@@ -121,11 +112,9 @@ def head_config(
         data = Config.fromfile(data_config)
         for key in (k for k in DATA_KEYS if k in data):
             cfg[key] = data[key]
-        model = data.get("model", {})
+        model, train = data.get("model", {}), data.train_dataloader.dataset
         num = model.get("decode_head", {}).get("num_classes")
-        cfg.model.decode_head.num_classes = num or len(
-            dataset_classes(data.train_dataloader.dataset)
-        )
+        cfg.model.decode_head.num_classes = num or len(dataset_classes(train))
         if "data_preprocessor" in model:
             cfg.model.data_preprocessor = model.data_preprocessor
     for loader in LOADERS if data_root else ():
@@ -134,27 +123,16 @@ def head_config(
 
 
 def run_demo(
-    config: str = DEFAULT_DEMO_CONFIG,
-    data_root: Optional[str] = None,
-    work_dir: Optional[str] = None,
-    seed: Optional[int] = None,
-    max_iters: Optional[int] = None,
-    data_size: Optional[int] = None,
-    num_train: Optional[int] = None,
-    num_val: Optional[int] = None,
-    draw: bool = True,
-    cfg_options: Optional[dict] = None,
-    json_out: Optional[str] = None,
-    data_config: Optional[str] = None,
-) -> dict[str, Any]:
-    """Generate Context Shapes into ``data_root`` (default data/context_shapes) if needed
-    (``data_size``, ``num_train``, ``num_val``), or take the data of ``data_config``
-    (:func:`head_config`, checked first), train the head (``seed`` and ``max_iters`` default to
-    the config's, 0 and 500), validate, return the result: ``name, config, seed, max_iters,
-    mIoU, aAcc, mAcc, params, head_params, train_time_s, val_time_s, total_time_s, checkpoint,
-    work_dir``, also written to ``<work_dir>/demo_result.json`` (``work_dir``: default
-    ``work_dirs/demo/<config name>``) and ``json_out``. ``draw=False`` skips the validation
-    prediction images."""
+    config: str = DEFAULT_DEMO_CONFIG, data_root: Optional[str] = None,
+    work_dir: Optional[str] = None, seed: Optional[int] = None, max_iters: Optional[int] = None,
+    data_size: Optional[int] = None, num_train: Optional[int] = None,
+    num_val: Optional[int] = None, draw: bool = True, cfg_options: Optional[dict] = None,
+    json_out: Optional[str] = None, data_config: Optional[str] = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Train and validate the head of ``config`` on Context Shapes (generated into ``data_root``,
+    default data/context_shapes, if needed) or the data of ``data_config`` (:func:`head_config`);
+    return the result (mIoU, params, times, checkpoint, ...), also written to
+    ``<work_dir>/demo_result.json`` and ``json_out``. ``draw=False``: no prediction images."""
     if not data_config:
         data_root = data_root or "data/context_shapes"
         ensure_data(data_root, size=data_size, num_train=num_train, num_val=num_val)
@@ -175,20 +153,15 @@ def run_demo(
     start = time.perf_counter()
     runner.train()
     metric = lambda key: float(runner.message_hub.get_scalar(f"val/{key}").current())
+    params = lambda m: int(sum(p.numel() for p in m.parameters()))  # noqa: E731
     result = dict(
-        name=cfg.get("demo_name", stem),
-        config=config,
-        seed=cfg.randomness.get("seed"),
-        max_iters=cfg.train_cfg.max_iters,
-        **{key: metric(key) for key in ("mIoU", "aAcc", "mAcc")},
-        params=_params(runner.model),
-        head_params=_params(runner.model.decode_head),
-        train_time_s=round(stopwatch.train_time, 2),
-        val_time_s=round(stopwatch.val_time, 2),
-        total_time_s=round(time.perf_counter() - start, 2),
+        name=cfg.get("demo_name", stem), config=config, seed=cfg.randomness.get("seed"),
+        max_iters=cfg.train_cfg.max_iters, **{key: metric(key) for key in ("mIoU", "aAcc", "mAcc")},
+        params=params(runner.model), head_params=params(runner.model.decode_head),
+        train_time_s=round(stopwatch.train_time, 2), val_time_s=round(stopwatch.val_time, 2),
+        total_time_s=round(time.perf_counter() - start, 2), work_dir=cfg.work_dir,
         checkpoint=osp.join(cfg.work_dir, f"iter_{cfg.train_cfg.max_iters}.pth"),
-        work_dir=cfg.work_dir,
-    )
+    )  # fmt: skip
     for path in filter(None, (osp.join(cfg.work_dir, "demo_result.json"), json_out)):
         _write(path, json.dumps(result, indent=2))
     return result
@@ -201,20 +174,13 @@ def _write(path: str, text: str) -> None:
 
 
 def run_one(
-    config: str,
-    seed: int,
-    work_dir: str,
-    demo_command: Sequence[str],
-    data_root: Optional[str],
-    max_iters: Optional[int] = None,
-    force: bool = False,
-    cwd: Optional[str] = None,
+    config: str, seed: int, work_dir: str, demo_command: Sequence[str], data_root: Optional[str],
+    max_iters: Optional[int] = None, force: bool = False, cwd: Optional[str] = None,
     data_config: Optional[str] = None,
-) -> dict[str, Any]:
-    """Train and validate one head with one seed: ``demo_command`` (run_demo.py's options, e.g.
-    ``[sys.executable, "tools/run_demo.py"]``) in a fresh process in ``cwd``, its output in
-    ``<work_dir>/run.log``; return its result. An existing result is reused unless ``force``.
-    ``data_root`` / ``data_config``: :func:`run_demo`'s.
+) -> dict[str, Any]:  # fmt: skip
+    """Train and validate one head with one seed: ``demo_command`` (e.g. ``[sys.executable,
+    "tools/run_demo.py"]``) in a fresh process in ``cwd``, logging to ``<work_dir>/run.log``;
+    return its result. An existing result is reused unless ``force``.
 
     Raises:
         RuntimeError: The run failed; the message names its log.
@@ -244,18 +210,12 @@ def backbone_of(name: str) -> Optional[str]:
 def _row(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     """A head's runs: mean/std (ddof=0) of mIoU over seeds, params, median train time."""
     runs = sorted((r for r in runs if r["name"] == name), key=lambda r: r["seed"])
-    miou = np.array([r["mIoU"] for r in runs])
+    miou, one = np.array([r["mIoU"] for r in runs]), runs[0]
     return dict(
-        name=name,
-        mean=float(miou.mean()),
-        std=float(miou.std()),
-        per_seed=miou.tolist(),
-        seeds=[r["seed"] for r in runs],
-        params=runs[0]["params"],
-        head_params=runs[0]["head_params"],
-        train_time=float(np.median([r["train_time_s"] for r in runs])),
-        max_iters=runs[0]["max_iters"],
-    )
+        name=name, mean=float(miou.mean()), std=float(miou.std()), per_seed=miou.tolist(),
+        seeds=[r["seed"] for r in runs], params=one["params"], head_params=one["head_params"],
+        max_iters=one["max_iters"], train_time=float(np.median([r["train_time_s"] for r in runs])),
+    )  # fmt: skip
 
 
 def _markdown(rows: list[dict], runs: list[dict], command: str, data: Optional[str]) -> str:
@@ -276,11 +236,8 @@ def _markdown(rows: list[dict], runs: list[dict], command: str, data: Optional[s
     by = {r["name"]: r["mean"] for r in rows}
     gap = f"HamHead-NMF minus FCN: **{by.get('HamHead-NMF', 0) - by.get('FCN', 0):+.1f}** mIoU "
     total = sum(r["total_time_s"] for r in runs)
-    setting = (
-        f"The data of `{data}`"
-        if data
-        else "Context Shapes (400 train / 100 val images, 128 x 128, 7 classes)"
-    )
+    setting = "Context Shapes (400 train / 100 val images, 128 x 128, 7 classes)"
+    setting = f"The data of `{data}`" if data else setting
     return (
         f"{setting}, seeds {rows[0]['seeds']}, {rows[0]['max_iters']} iterations per run; the "
         "same data, schedule and optimiser for every head, and the same backbone for every head"
@@ -339,27 +296,18 @@ def _bar_chart(rows: list[dict[str, Any]], out: str, data: Optional[str]) -> Non
 
 
 def compare_heads(
-    heads: Sequence[str],
-    seeds: Sequence[int],
-    demo_command: Sequence[str],
-    command: str,
-    out_dir: str = "work_dirs/demo_compare",
-    data_root: Optional[str] = None,
-    max_iters: Optional[int] = None,
-    force: bool = False,
-    docs_prefix: Optional[str] = None,
-    cwd: Optional[str] = None,
-    data_config: Optional[str] = None,
-) -> tuple[str, str, str]:
-    """Run every head of :data:`HEADS` in ``heads`` with every seed (:func:`run_one`, a line
-    printed per run) on Context Shapes in ``data_root`` or on the data of ``data_config``
-    (:func:`head_config`), then write ``results.md`` (quoting ``command``), ``results.png`` and
-    ``runs.json`` into ``out_dir``, the first two also to ``<docs_prefix>.md``/``.png``.
-    Returns ``(markdown, md path, png path)``.
+    heads: Sequence[str], seeds: Sequence[int], demo_command: Sequence[str], command: str,
+    out_dir: str = "work_dirs/demo_compare", data_root: Optional[str] = None,
+    max_iters: Optional[int] = None, force: bool = False, docs_prefix: Optional[str] = None,
+    cwd: Optional[str] = None, data_config: Optional[str] = None,
+) -> tuple[str, str, str]:  # fmt: skip
+    """Run every head of :data:`HEADS` in ``heads`` with every seed (:func:`run_one`) on Context
+    Shapes in ``data_root`` or the data of ``data_config``; write ``results.md`` (quoting
+    ``command``), ``results.png``, ``runs.json`` into ``out_dir``, the first two also to
+    ``<docs_prefix>.md``/``.png``. Returns ``(markdown, md path, png path)``.
 
     Raises:
-        UsageError: A head that is not in :data:`HEADS`; FileNotFoundError: no config, no data
-            (checked before anything runs).
+        UsageError: An unknown head; FileNotFoundError: no config or data (checked first).
     """
     if unknown := [h for h in heads if h not in HEADS]:
         raise UsageError(f"--heads: unknown {', '.join(unknown)}; choose from {', '.join(HEADS)}")
@@ -378,16 +326,13 @@ def compare_heads(
         print(f"mIoU {res['mIoU']:.1f} ({time.perf_counter() - t:.0f} s)", flush=True)
     rows = [_row(HEADS[h][0], runs) for h in heads]
     title = (
-        f"# Heads on {osp.basename(data_config)}"
-        if data_config
-        else "# Demo heads on Context Shapes"
+        f"Heads on {osp.basename(data_config)}" if data_config else "Demo heads on Context Shapes"
     )
-    md = f"{title}\n\n" + _markdown(rows, runs, command.strip(), data_config)
+    md = f"# {title}\n\n" + _markdown(rows, runs, command.strip(), data_config)
     md_path, png_path = osp.join(out_dir, "results.md"), osp.join(out_dir, "results.png")
     _write(md_path, md)
     _bar_chart(rows, png_path, data_config)
-    wall = time.perf_counter() - start
-    summary = dict(runs=runs, summary=rows, wall_time_s=wall)
+    summary = dict(runs=runs, summary=rows, wall_time_s=time.perf_counter() - start)
     _write(osp.join(out_dir, "runs.json"), json.dumps(summary, indent=2))
     if docs_prefix:
         _write(docs_prefix + ".md", md)

@@ -72,7 +72,7 @@ class SegmentorLogits(nn.Module):
 
     def __init__(self, segmentor: nn.Module, bake: bool = False) -> None:
         super().__init__()
-        self.segmentor, self.bake = segmentor, preprocessing(segmentor.cfg) if bake else None
+        self.segmentor, self.bake = segmentor, deploy_metadata(segmentor) if bake else None
         for key in ("mean", "std") if bake else ():
             self.register_buffer(key, torch.tensor(self.bake[key]).view(1, 3, 1, 1))
 
@@ -83,10 +83,14 @@ class SegmentorLogits(nn.Module):
         return self.segmentor.encode_decode(x, meta)
 
 
-def preprocessing(cfg: Any) -> dict[str, Any]:
-    """What a runner does before the graph: mmseg's data preprocessor (mean, std in RGB order
-    if ``bgr_to_rgb``; test-time pad ``size``/``size_divisor`` with ``pad_val``) and the test
-    pipeline's ``Resize`` as mmseg's ``inference_model`` runs it (``scale``, ``keep_ratio``)."""
+def deploy_metadata(segmentor: nn.Module, seed: int = 0, bake: bool = False) -> dict[str, Any]:
+    """The ``hamseg`` metadata_prop of an export (JSON): what a runner does before the graph,
+    mmseg's data preprocessor (mean, std in RGB order if ``bgr_to_rgb``; test-time pad
+    ``size``/``size_divisor`` with ``pad_val``) and the test pipeline's ``Resize`` as mmseg's
+    ``inference_model`` runs it (``scale``, ``keep_ratio``); classes, palette, hams."""
+    cfg, (classes, palette) = segmentor.cfg, class_info(segmentor)
+    head = cfg.model.get("decode_head", {})
+    ham = dict(head.get("ham_cfg") or head.get("ham_kwargs") or {}, eval_seed=seed)
     pre = cfg.model.get("data_preprocessor", {})
     pipeline = cfg.get("test_pipeline") or cfg.get("test_dataloader", {}).get("dataset", {})
     pipeline = pipeline if isinstance(pipeline, list) else pipeline.get("pipeline", [])
@@ -97,18 +101,9 @@ def preprocessing(cfg: Any) -> dict[str, Any]:
         "std", (1, 1, 1))], bgr_to_rgb=bool(pre.get("bgr_to_rgb", False)), pad_val=float(pre.get(
         "pad_val", 0)), pad=dict(size=pad.get("size"), size_divisor=pad.get("size_divisor")),
         resize=resize and dict(scale=resize.get("scale"), keep_ratio=resize.get("keep_ratio")),
+        input="bgr 0-255" if bake else "normalised", classes=classes, palette=palette, ham=ham,
+        hamseg_version=__version__,
     )  # fmt: skip
-
-
-def deploy_metadata(segmentor: nn.Module, seed: int, bake: bool) -> dict[str, str]:
-    """metadata_props of an export: ``hamseg`` (JSON: preprocessing, classes, palette, hams)."""
-    classes, palette = class_info(segmentor)
-    head = segmentor.cfg.model.get("decode_head", {})
-    ham = dict(head.get("ham_cfg") or head.get("ham_kwargs") or {}, eval_seed=seed)
-    return {"hamseg": json.dumps(dict(
-        preprocessing(segmentor.cfg), input="bgr 0-255" if bake else "normalised",
-        classes=classes, palette=palette, ham=ham, hamseg_version=__version__,
-    ))}  # fmt: skip
 
 
 def check_ham_config(cfg: Any, checkpoint: str) -> None:
@@ -163,8 +158,7 @@ def finish_graph(path: str, classes: int, metadata: dict[str, str]) -> None:
 def seed_hams(model: nn.Module, seed: int) -> list[str]:
     """Set ``eval_seed`` of every hamseg ham, return their names; raise :class:`ExportError`
     for one of mmseg's hams (``LightHamHead``'s NMF2D: a new dictionary at every forward)."""
-    modules = dict(model.named_modules())
-    names = []
+    modules, names = dict(model.named_modules()), []
     for name, module in modules.items():
         if isinstance(module, Matrix_Decomposition_2D_Base):
             raise ExportError(_mmseg_ham_message(name, module, modules))
@@ -178,11 +172,8 @@ def _mmseg_ham_message(name: str, ham: nn.Module, modules: dict[str, nn.Module])
     parts = name.split(".")
     heads = (".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1))
     head = next((h for h in heads if type(modules[h]).__name__ == "LightHamHead"), None)
-    draws = (
-        "draws a new random dictionary at every forward"
-        if getattr(ham, "rand_init", True)
-        else "draws its dictionary at its first forward, not from the checkpoint"
-    )
+    draws = "draws its dictionary at its first forward, not from the checkpoint"
+    draws = "draws a new random dictionary at every forward" if ham.rand_init else draws
     fix = "build the head on a hamseg ham (NMF, VQ) instead"
     what = f"{name} is mmseg's {type(ham).__name__}: it {draws}"
     if head is not None:
@@ -200,8 +191,7 @@ def random_operators(path: str) -> dict[str, str]:
     subgraphs (If, Loop, Scan bodies) and local functions included."""
     import onnx
 
-    model = onnx.load(path, load_external_data=False)
-    found: dict[str, str] = {}
+    model, found = onnx.load(path, load_external_data=False), {}
     graphs = [model.graph, *model.functions]
     while graphs:
         for node in graphs.pop().node:
@@ -213,18 +203,12 @@ def random_operators(path: str) -> dict[str, str]:
 
 
 def export_onnx(
-    segmentor: nn.Module,
-    out: str,
-    shape: tuple[int, int],
-    dynamic: bool = False,
-    opset: int = 17,
-    seed: int = 0,
-    batch: int = 1,
-    bake: bool = False,
-) -> SegmentorLogits:
+    segmentor: nn.Module, out: str, shape: tuple[int, int], dynamic: bool = False, opset: int = 17,
+    seed: int = 0, batch: int = 1, bake: bool = False,
+) -> SegmentorLogits:  # fmt: skip
     """Export a CPU segmentor to ``out`` (TorchScript exporter) on a (``batch``, 3, *``shape``)
-    example, N/H/W dynamic if ``dynamic`` (K static), every ham seeded, :func:`deploy_metadata`,
-    the normalisation in the graph if ``bake``; returns the exported module.
+    example, N/H/W dynamic if ``dynamic`` (K static), hams seeded, :func:`deploy_metadata`, the
+    normalisation in the graph if ``bake``; returns the exported module.
 
     Raises:
         ExportError: Bad options, an unsupported ham or shape, an operator missing at
@@ -235,8 +219,7 @@ def export_onnx(
     seed_hams(segmentor, seed)
     model = SegmentorLogits(segmentor.eval(), bake).eval()
     example = torch.randn(batch, 3, *shape, generator=torch.Generator().manual_seed(seed))
-    if bake:
-        example = example * 50 + 128
+    example = example * 50 + 128 if bake else example
     try:
         with torch.no_grad():
             classes = model(example).shape[1]  # eager: draws the seeded dictionaries
@@ -271,7 +254,7 @@ def export_onnx(
             "something else and none what the model evaluated; the file was removed. Use "
             "hamseg's heads and hams, whose dictionaries the exporter seeds (docs/deploy.md)"
         )
-    finish_graph(out, classes, deploy_metadata(segmentor, seed, bake))
+    finish_graph(out, classes, {"hamseg": json.dumps(deploy_metadata(segmentor, seed, bake))})
     return model
 
 
@@ -295,8 +278,7 @@ class Verification:
 
 
 def onnx_session(path: str, threads: int = 0) -> Any:
-    """An ONNX Runtime CPU session, full graph optimisation, ``threads`` intra-op threads (0:
-    ORT's default), one inter-op thread."""
+    """An ONNX Runtime CPU session: full optimisation, ``threads`` intra-op threads (0: ORT's)."""
     require_deploy()
     import onnxruntime as ort
 
@@ -310,8 +292,7 @@ def verify_onnx(
     model: nn.Module, path: str, shapes: Sequence[tuple[int, int, int, int]], seed: int = 1
 ) -> list[Verification]:
     """Compare ONNX Runtime's logits with ``model``'s on a random input of each shape."""
-    session = onnx_session(path)
-    results = []
+    session, results = onnx_session(path), []
     for i, shape in enumerate(shapes):
         x = torch.randn(*shape, generator=torch.Generator().manual_seed(seed + i))
         with torch.no_grad():
@@ -325,15 +306,12 @@ def verify_onnx(
 
 
 def use_onnxruntime(
-    segmentor: nn.Module,
-    onnx_file: str,
-    threads: int = 0,
+    segmentor: nn.Module, onnx_file: str, threads: int = 0,
     names_from: Optional[tuple[str, str]] = None,
-) -> nn.Module:
+) -> nn.Module:  # fmt: skip
     """Make ``segmentor`` compute ``encode_decode`` with ONNX Runtime (in place; returned); the
-    rest (pipeline, preprocessing, slide inference) stays mmseg's. The graph's class count must
-    be the segmentor's (``names_from``: (kind, file) for the message), checked from its shape
-    or at the first run.
+    rest stays mmseg's. The graph's class count must be the segmentor's (checked from its shape,
+    else at each run; ``names_from``: (kind, file) for the message).
 
     Raises:
         UsageError: A missing or unloadable or baked file, another class count, or an input
@@ -373,12 +351,10 @@ def use_onnxruntime(
                 "exported from"
             )
 
-    shape = outputs[logits_at].shape if outputs else []
-    if checked := len(shape) > 1 and isinstance(shape[1], int):
+    if len(shape := outputs[logits_at].shape if outputs else []) > 1 and isinstance(shape[1], int):
         check_classes(shape[1])
 
     def encode_decode(inputs: Tensor, batch_img_metas: Any = None) -> Tensor:
-        nonlocal checked
         array = inputs.detach().cpu().numpy().astype(np.float32)
         try:
             logits = session.run(None, {graph_input.name: array})[logits_at]
@@ -388,9 +364,7 @@ def use_onnxruntime(
                 f"(the graph takes {graph_input.shape}; export with --dynamic for any size): "
                 f"{one_line(err, 200)}"
             ) from None
-        if not checked:
-            check_classes(logits.shape[1] if logits.ndim > 1 else None)
-            checked = True
+        check_classes(logits.shape[1] if logits.ndim > 1 else None)
         return torch.from_numpy(logits).to(inputs.device)
 
     segmentor.encode_decode = encode_decode

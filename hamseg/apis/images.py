@@ -1,9 +1,6 @@
-"""Segment image files: gather the inputs, read each completely, write colour overlays.
-
-What ``tools/infer.py`` does: files, folders and ``.txt`` lists in; ``<name>_overlay.png`` (the
-prediction over the image, with a legend) out; every input that is not a complete image is named
-in one line and skipped (docs/demo.md).
-"""
+"""Segment image files (``tools/infer.py``): files, folders and ``.txt`` lists in,
+``<name>_overlay.png`` (with a legend) out; an input that is not a complete image is named in one
+line and skipped (docs/demo.md)."""
 
 from __future__ import annotations
 
@@ -26,9 +23,8 @@ IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", "
 
 def gather_inputs(inputs: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
     """Expand files, folders (recursive, sorted) and ``.txt`` lists (one path a line, ``#``
-    comments; relative to the working directory, else to the list) into image paths, each file
-    once; set aside, with one line naming it, a listed path that does not exist and a ``.txt``
-    that is not such a list. Returns (paths, [(path, message)]).
+    comments; relative to the working directory, else to the list) into image paths, each once;
+    set aside a missing listed path or a ``.txt`` that is no list. Returns (paths, [(path, why)]).
 
     Raises:
         FileNotFoundError: An input given directly (not listed) does not exist.
@@ -77,8 +73,7 @@ def _read_list(item: str) -> tuple[list[tuple[str, str]], str]:
     if not entries:
         return [], "a .txt input is a list of image paths, one a line, but it lists none"
     if not any(p.lower().endswith(IMAGE_EXTENSIONS) or osp.isfile(p) for _, p in entries):
-        first = entries[0][0]
-        shown = first if len(first) <= 40 else first[:37] + "..."
+        shown = entries[0][0] if len(entries[0][0]) <= 40 else entries[0][0][:37] + "..."
         return [], (
             "a .txt input is a list of image paths, one a line, but no line of it names an "
             f"image or an existing file (line 1: {shown!r})"
@@ -95,27 +90,20 @@ def collect_inputs(inputs: Sequence[str]) -> list[str]:
 
 
 def draw_overlay(
-    img: np.ndarray,
-    label: np.ndarray,
-    classes: Sequence[str],
-    palette: Sequence[Sequence[int]],
-    opacity: float = 0.5,
-    legend: str = "present",
-) -> np.ndarray:
-    """Blend the class colours (``opacity``) over an RGB uint8 (H, W, 3) image, labels outside
-    the palette unpainted, and add a legend on the right of the classes 'present' (largest
-    first) or 'all'; returns RGB uint8 (max(H, legend height), W + legend width, 3)."""
+    img: np.ndarray, label: np.ndarray, classes: Sequence[str], palette: Sequence[Sequence[int]],
+    opacity: float = 0.5, legend: str = "present",
+) -> np.ndarray:  # fmt: skip
+    """Blend the class colours (``opacity``) over an RGB uint8 image (labels outside the palette
+    unpainted) and add a legend on the right of the classes 'present' (largest first) or 'all'."""
     h, w = label.shape
     colours = np.asarray(palette, np.float32)
     valid = label < len(colours)
     out = img.astype(np.float32)
     out[valid] = (1 - opacity) * out[valid] + opacity * colours[label[valid]]
     out = np.clip(np.round(out), 0, 255).astype(np.uint8)
-    if legend == "all":
-        shown = list(range(len(classes)))
-    else:
-        ids, counts = np.unique(label[valid], return_counts=True)
-        shown = [int(i) for i in ids[np.argsort(-counts, kind="stable")]]
+    ids, counts = np.unique(label[valid], return_counts=True)
+    shown = [int(i) for i in ids[np.argsort(-counts, kind="stable")]]
+    shown = list(range(len(classes))) if legend == "all" else shown
     font, scale, row = cv2.FONT_HERSHEY_SIMPLEX, 0.45, 20
     text_w = max([cv2.getTextSize(str(classes[i]), font, scale, 1)[0][0] for i in shown] + [60])
     panel_h = max(h, 8 + row * max(1, len(shown)) + 4)
@@ -147,25 +135,18 @@ class InferenceReport:
 
 
 def segment_images(
-    model: nn.Module,
-    paths: Sequence[str],
-    out_dir: str,
-    inputs_root: Optional[str] = None,
-    opacity: float = 0.5,
-    legend: str = "present",
-    save_label: bool = False,
-    progress: bool = True,
-    on_failure: Optional[Callable[[str, str], Any]] = None,
-) -> InferenceReport:
-    """Segment each image and write ``<name>_overlay.png`` (:func:`draw_overlay`) and, with
-    ``save_label``, ``<name>_label.png`` into ``out_dir``; names keep the sub-folders below
-    ``inputs_root``. A tqdm bar on stderr for more than one image (``progress``); an input that
-    is not a complete image is skipped, ``on_failure(path, message)`` called at once."""
+    model: nn.Module, paths: Sequence[str], out_dir: str, inputs_root: Optional[str] = None,
+    opacity: float = 0.5, legend: str = "present", save_label: bool = False,
+    progress: bool = True, on_failure: Optional[Callable[[str, str], Any]] = None,
+) -> InferenceReport:  # fmt: skip
+    """Write ``<name>_overlay.png`` (:func:`draw_overlay`; with ``save_label`` also
+    ``<name>_label.png``) of each image into ``out_dir``, keeping the sub-folders below
+    ``inputs_root``; a tqdm bar for more than one image (``progress``); an input that is not a
+    complete image is skipped, ``on_failure(path, message)`` called at once."""
     from tqdm import tqdm
 
-    classes, palette = class_info(model)
+    (classes, palette), report = class_info(model), InferenceReport()
     os.makedirs(out_dir, exist_ok=True)
-    report = InferenceReport()
     for path in tqdm(paths, desc="infer", unit="img", disable=not progress or len(paths) < 2):
         try:
             img = read_image_rgb(path)

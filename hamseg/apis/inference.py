@@ -1,10 +1,6 @@
-"""mmseg's Python API with strict loading: :func:`init_model` is the one loader of hamseg.
-
-``init_model`` has mmseg's signature and result; the config defaults to the one stored in the
-checkpoint, the weights load strictly (:mod:`hamseg.apis.checkpoint`) and the default device is
-'cuda:0' if CUDA is available, else 'cpu'. :class:`HamSegInferencer` is mmseg's
-``MMSegInferencer`` built by it, with hamseg's model names looked up first.
-"""
+"""mmseg's Python API with strict loading: :func:`init_model` (mmseg's signature; the config
+defaults to the checkpoint's, the weights load strictly) is hamseg's one loader, and
+:class:`HamSegInferencer` mmseg's ``MMSegInferencer`` built by it."""
 
 from __future__ import annotations
 
@@ -58,15 +54,13 @@ def init_model(
         cfg_options: Options merged into the config.
 
     Returns:
-        The model with ``cfg`` and ``dataset_meta``: the checkpoint's classes and palette as
-        mmseg reads them; without a checkpoint, the config dataset's
-        (:func:`config_dataset_meta`); else ``class i`` names (:func:`class_info`).
+        The model with ``cfg`` and ``dataset_meta``: the checkpoint's classes and palette, else
+        the config dataset's (:func:`config_dataset_meta`), else ``class i`` (:func:`class_info`).
 
     Raises:
         FileNotFoundError: A missing checkpoint or config file.
         UsageError: No config, and no checkpoint that stores one.
-        CheckpointMismatchError: The checkpoint does not fit the model exactly (one line naming
-            the layer, both shapes and, for the classifier, both class counts).
+        CheckpointMismatchError: The checkpoint does not fit the model exactly.
     """
     device = device or ("cuda:0" if torch.cuda.is_available() else "cpu")
     loaded, meta = None, {}
@@ -75,9 +69,9 @@ def init_model(
             require_file(str(checkpoint), "checkpoint file")
         loaded = load_checkpoint_file(str(checkpoint))
         meta = loaded.get("meta", {}) if isinstance(loaded, dict) else {}
-    if config is None and "cfg" not in meta:
-        raise UsageError(f"checkpoint {checkpoint} stores no config: pass --config")
     if config is None:
+        if "cfg" not in meta:
+            raise UsageError(f"checkpoint {checkpoint} stores no config: pass --config")
         config = Config.fromstring(meta["cfg"], file_format=".py")
     model = _build(_read_config(config, cfg_options), device)
     if loaded is None:
@@ -113,8 +107,7 @@ def _checkpoint_dataset_meta(meta: dict, num_classes: int) -> Optional[dict]:
 
 def config_dataset_meta(cfg: Config) -> Optional[dict]:
     """Classes and palette of a config's dataset (test, else val, else train) as the dataset
-    sets them: its ``metainfo`` (classes without a palette take their colours from the class's
-    ``METAINFO`` when it has them all), else its class's ``METAINFO``; None if none."""
+    sets them (its ``metainfo``, else its class's ``METAINFO``); None if none."""
     for _, dataset in split_datasets(cfg, ("test", "val", "train")):
         classes = dataset_classes(dataset)
         if not classes:
@@ -146,10 +139,9 @@ def predict_label(model: nn.Module, rgb: np.ndarray) -> np.ndarray:
 
 
 class HamSegInferencer(MMSegInferencer):
-    """mmseg's ``MMSegInferencer`` built by :func:`init_model` (strict weights, classes and
-    palette from the checkpoint's meta). Model names (``ham_voc``) resolve in mmseg's index,
-    then hamseg's (:mod:`hamseg.compat.mmseg_inferencer`); ``model=None`` takes the config
-    stored in ``weights``.
+    """mmseg's ``MMSegInferencer`` built by :func:`init_model`. Model names (``ham_voc``)
+    resolve in mmseg's index, then hamseg's (:mod:`hamseg.compat.mmseg_inferencer`);
+    ``model=None`` takes the config stored in ``weights``.
 
     Raises:
         FileNotFoundError: A local weights file that does not exist (nothing is hosted).

@@ -46,9 +46,8 @@ def convert(src: str, out: str, precision: str, calibration: list[np.ndarray]) -
         q.quantize_dynamic(out, out, weight_type=q.QuantType.QInt8)
     elif precision == "int8-static":
         feeds = iter([{"input": x} for x in calibration])
-        reader = type(
-            "Reader", (q.CalibrationDataReader,), dict(get_next=lambda _: next(feeds, None))
-        )
+        reader = type("Reader", (q.CalibrationDataReader,),
+                      dict(get_next=lambda _: next(feeds, None)))  # fmt: skip
         q.quantize_static(
             out, out, reader(), quant_format=q.QuantFormat.QDQ, per_channel=True,
             op_types_to_quantize=["Conv"],

@@ -20,15 +20,12 @@ from torch import Tensor, nn
 from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.models.release_weights import RELEASE_HAMNET_RULES, WeightMappingError, map_state_dict
 
-__all__ = ["build_target_model", "convert", "convert_release_checkpoint", "release_state_dict"]
-
 
 def build_target_model(config: str) -> nn.Module:
     """The segmentor of ``config`` with its pretrained-weight init switched off (not called)."""
     cfg = Config.fromfile(config)
     init_default_scope(cfg.get("default_scope", "mmseg"))
-    cfg.model.backbone.init_cfg = None
-    cfg.model.pretrained = None
+    cfg.model.backbone.init_cfg = cfg.model.pretrained = None
     return MODELS.build(cfg.model)
 
 
@@ -43,8 +40,7 @@ def release_state_dict(obj: object) -> dict[str, Tensor]:
         raise WeightMappingError(
             f"expected the release's checkpoint format {{'net': state_dict, ...}}, got {keys}"
         )
-    bad = [k for k, v in obj["net"].items() if not isinstance(v, Tensor)]
-    if bad:
+    if bad := [k for k, v in obj["net"].items() if not isinstance(v, Tensor)]:
         raise WeightMappingError(f"'net' holds non-tensor entries: {bad}")
     return dict(obj["net"])
 
@@ -57,10 +53,9 @@ def convert(source: dict[str, Tensor], model: nn.Module) -> dict[str, Tensor]:
 
 
 def convert_release_checkpoint(src: str, dst: str, config: str, config_name: str) -> int:
-    """Convert the release file ``src`` into the mmseg checkpoint ``dst`` for ``config``.
-
-    ``dst`` holds ``{'state_dict': ..., 'meta': {source, converted_by, config: config_name}}``.
-    Returns the number of tensors converted.
+    """Convert the release file ``src`` into the mmseg checkpoint ``dst`` for ``config``
+    (``{'state_dict', 'meta': {source, converted_by, config: config_name}}``); returns the
+    number of tensors converted.
 
     Raises:
         FileNotFoundError: ``src`` does not exist (the message says which file it is).
@@ -75,7 +70,6 @@ def convert_release_checkpoint(src: str, dst: str, config: str, config_name: str
     source = release_state_dict(load_checkpoint_file(src))
     state = convert(source, build_target_model(config))
     os.makedirs(osp.dirname(osp.abspath(dst)), exist_ok=True)
-    converted_by = "tools/convert_release_checkpoint.py"
-    meta = dict(source=osp.basename(src), converted_by=converted_by, config=config_name)
-    torch.save(dict(state_dict=state, meta=meta), dst)
+    meta = dict(source=osp.basename(src), converted_by="tools/convert_release_checkpoint.py")
+    torch.save(dict(state_dict=state, meta=dict(meta, config=config_name)), dst)
     return len(source)
