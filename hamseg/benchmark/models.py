@@ -122,8 +122,8 @@ def model_markdown(result: dict[str, Any]) -> str:
             "spread")  # fmt: skip
     rows = [
         (r["label"], f"`{r['config']}`", "yes" if r["aux_head"] else "no",
-         f"{r['params'] / 1e6:.2f}", f"{r['iter_s']:.2f}", f"{r['ratio_to_first']:.2f}", fmt(r.get("peak_mem_mb"), ".0f"),
-         f"{100 * r['spread']:.0f}%") for r in result["rows"]
+         f"{r['params'] / 1e6:.2f}", f"{r['iter_s']:.2f}", f"{r['ratio_to_first']:.2f}",
+         fmt(r.get("peak_mem_mb"), ".0f"), f"{100 * r['spread']:.0f}%") for r in result["rows"]
     ]  # fmt: skip
     lines = [
         f"One training iteration (train_step: forward, loss, backward, optimizer step), input "
