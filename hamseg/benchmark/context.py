@@ -279,11 +279,9 @@ def loglog_slope(points: Sequence[tuple[float, float]]) -> float:
 
 
 def run_sweep(
-    st: Settings,
-    sizes: Sequence[int],
-    keys: Sequence[str] | None = None,
+    st: Settings, sizes: Sequence[int], keys: Sequence[str] | None = None,
     max_pairwise_gb: float = 8.0,
-) -> dict[str, Any]:
+) -> dict[str, Any]:  # fmt: skip
     """``env``, ``points``, log-log ``slopes`` of time and memory of ``keys`` (default: ham_nmf,
     sa) on B x C x S x S per S in ``sizes``; quadratic modules skip S past ``max_pairwise_gb``."""
     keys, (b, c) = list(keys or ["ham_nmf", "sa"]), st.shape[:2]
@@ -345,8 +343,6 @@ def sweep_plot(result: dict[str, Any], path: str) -> None:
         ax.grid(which="both", alpha=0.3)
         ax.legend(fontsize=8)
     env = result["env"]
-    fig.suptitle(
-        f"Cost against n, B={env['shape'][0]}, C={env['shape'][1]}, {env['device']}, "
-        f"{env['threads']} threads"
-    )
+    b, c, dev, threads = *env["shape"], env["device"], env["threads"]
+    fig.suptitle(f"Cost against n, B={b}, C={c}, {dev}, {threads} threads")
     M.save_figure(fig, path)
