@@ -1,6 +1,5 @@
-"""The paper's Table 3 on your machine (Geng et al., ICLR 2021, Sec. 3.3, App. E.2) and cost
-against n = H * W, per module of :mod:`~hamseg.benchmark.zoo`: params, MACs, times next to their
-compute floors, peak memory (docs/benchmark.md)."""
+"""The paper's Table 3 on your machine (Geng et al., ICLR 2021, Sec. 3.3) and cost against
+n = H * W per module of :mod:`~hamseg.benchmark.zoo` (docs/benchmark.md)."""
 
 from __future__ import annotations
 
@@ -25,9 +24,8 @@ METRICS = ("infer_ms", "train_ms", "infer_mem_mb", "train_mem_mb")
 
 @dataclass
 class Settings:
-    """How modules are measured: input ``shape`` (B, C, H, W) on ``device``; ``rank`` (r of the
-    hams, bases of EMA) and ``steps`` (K); ``runs`` timed calls after ``warmup``, stopped after
-    ``budget`` seconds once 3 are done; peak ``memory``; ``count`` MACs and FLOPs (floors)."""
+    """Input ``shape`` (B, C, H, W), ``rank`` r, ``steps`` K, timing (:func:`.measure.time_fn`);
+    ``memory``: peak memory, ``count``: MACs and FLOPs."""
 
     shape: tuple[int, int, int, int]
     device: torch.device
@@ -51,8 +49,7 @@ def set_floors(row: dict[str, Any], rate: float) -> None:
 
 
 def _count(row: dict, spec: Spec, st: Settings, module: nn.Module, x: Tensor, grad: Tensor) -> None:
-    """mmengine's MACs, torch's forward+backward FLOPs; for hamseg's Hamburgers the hand counts
-    of the module calls, of the paper, and of the inference call as it runs."""
+    """MACs, fwd+bwd FLOPs; for hamseg's Hamburgers the hand counts and the MACs as run."""
     row["macs"], row["macs_by_op"] = M.count_macs(module, x)
     row["train_flops"] = M.count_train_flops(module, x, grad)
     if spec.ham is None:
@@ -68,9 +65,8 @@ def _count(row: dict, spec: Spec, st: Settings, module: nn.Module, x: Tensor, gr
 
 
 def measure_row(spec: Spec, st: Settings, rate: float | None = None) -> dict[str, Any]:
-    """Params, MACs, times (median, every run, spread), floors at ``rate`` FLOP/s and peak
-    memory of one module: inference in eval mode under ``no_grad``; forward+backward in train
-    mode, ``out.backward(g)`` with a fixed random g, gradients reset before every run."""
+    """Params, MACs, times (median, all, spread), floors at ``rate`` and peak memory of one module:
+    eval under ``no_grad``; train mode ``out.backward(g)``, fixed g, gradients reset per run."""
     torch.manual_seed(0)
     module = spec.build(st.shape[1], st.rank, st.steps).to(st.device)
     x, grad = torch.randn(2, *st.shape, generator=torch.Generator().manual_seed(1)).to(st.device)
@@ -109,9 +105,8 @@ def _environment(st: Settings, **extra: Any) -> dict[str, Any]:
 
 
 def run_table(st: Settings, keys: Sequence[str] | None = None, rate_size: int = 2048) -> dict:
-    """Measure the modules ``keys`` of :data:`~hamseg.benchmark.zoo.SPECS` (default: all); the
-    floors use the higher fp32 matmul rate (``rate_size``^3) of two, at start and at end. Returns
-    ``env``, ``rows`` (:func:`measure_row`), ``targets``, ``paper_table3``, ``not_available``."""
+    """``env``, ``rows``, ``targets``, ... of the modules ``keys`` (default: all); floors at the
+    higher fp32 matmul rate (``rate_size``^3) of two, at start and at end."""
     env = _environment(st, shape=list(st.shape), rate_size=rate_size)
     env["rate_start"] = M.matmul_rate(st.device, rate_size)
     rows = []
@@ -134,9 +129,7 @@ def run_table(st: Settings, keys: Sequence[str] | None = None, rate_size: int = 
 
 
 def evaluate_targets(rows: dict[str, dict], shape: tuple[int, ...]) -> list[dict[str, Any]]:
-    """The [speed] issue's targets on the rows present: NMF inference <= 1.2x its floor; NMF
-    fwd+bwd <= 0.5x mmseg's Hamburger's, with less memory, >= 10x faster than SA; at the
-    paper's shape the params and MACs of Table 3 for NMF and CD."""
+    """The [speed] issue's targets on the rows present (and Table 3's params and MACs)."""
     out: list[dict[str, Any]] = []
 
     def add(target: str, value: float, limit: str, passed: bool, detail: str) -> None:
@@ -176,11 +169,6 @@ def evaluate_targets(rows: dict[str, dict], shape: tuple[int, ...]) -> list[dict
     return out
 
 
-def _f(v: Any, spec: str = ".1f") -> str:
-    """``v`` formatted with ``spec``; '-' for a missing (None or NaN) value."""
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
-
-
 def _spread(row: dict[str, Any]) -> str:
     return f"{100 * row['infer_spread']:.0f}% / {100 * row['train_spread']:.0f}%"
 
@@ -194,9 +182,13 @@ def _header(env: dict[str, Any], what: str) -> str:
     )
 
 
+_COLUMNS = ("Module", "Params (M)", "MACs (G)", "Infer ms", "floor ms", "x floor", "Fwd+bwd ms",
+            "floor ms", "x floor", "Infer mem (MiB)", "Fwd+bwd mem (MiB)", "spread")  # fmt: skip
+
+
 def markdown(result: dict[str, Any]) -> str:
     """The table report: settings, table, MAC cross-checks, modules, targets."""
-    env, rows = result["env"], result["rows"]
+    env, rows, f = result["env"], result["rows"], M.fmt
     lines = [
         _header(env, f"Input {'x'.join(map(str, env['shape']))}"),
         "",
@@ -204,18 +196,14 @@ def markdown(result: dict[str, Any]) -> str:
         f"start, {env['rate_end'] / 1e9:.0f} GFLOP/s at end; floors use the higher, "
         f"{env['rate'] / 1e9:.0f} GFLOP/s.",
         "",
-        "| Module | Params (M) | MACs (G) | Infer ms | floor ms | x floor | Fwd+bwd ms | "
-        "floor ms | x floor | Infer mem (MiB) | Fwd+bwd mem (MiB) | spread |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    lines += [
-        f"| {r['label']} | {r['params'] / M.MIB:.2f} | {_f(r.get('macs', 0) / 1e9, '.2f')} | "
-        f"{r['infer_ms']:.1f} | {_f(r.get('infer_floor_ms'))} | {_f(r.get('infer_x_floor'), '.2f')}"
-        f" | {r['train_ms']:.1f} | {_f(r.get('train_floor_ms'))} | "
-        f"{_f(r.get('train_x_floor'), '.2f')} | {_f(r.get('infer_mem_mb'), '.0f')} | "
-        f"{_f(r.get('train_mem_mb'), '.0f')} | {_spread(r)} |"
+    lines += M.table(_COLUMNS, [
+        (r["label"], f"{r['params'] / M.MIB:.2f}", f(r.get("macs", 0) / 1e9, ".2f"),
+         f"{r['infer_ms']:.1f}", f(r.get("infer_floor_ms")), f(r.get("infer_x_floor"), ".2f"),
+         f"{r['train_ms']:.1f}", f(r.get("train_floor_ms")), f(r.get("train_x_floor"), ".2f"),
+         f(r.get("infer_mem_mb"), ".0f"), f(r.get("train_mem_mb"), ".0f"), _spread(r))
         for r in rows
-    ]
+    ], "l" + "r" * 11)  # fmt: skip
     if hand := [r for r in rows if "macs_hand" in r]:
         lines += [
             "",
@@ -249,12 +237,10 @@ def markdown(result: dict[str, Any]) -> str:
     ]
     lines += [f"- {k}: not measured, {why}." for k, why in result.get("not_available", {}).items()]
     if result["targets"]:
-        lines += ["", "| Target | Value | Limit | Met | Detail |", "|---|---:|---|---|---|"]
-        lines += [
-            f"| {t['target']} | {t['value']:.3f} | {t['limit']} | "
-            f"{'yes' if t['passed'] else '**no**'} | {t['detail']} |"
-            for t in result["targets"]
-        ]
+        lines += ["", *M.table(("Target", "Value", "Limit", "Met", "Detail"), [
+            (t["target"], f"{t['value']:.3f}", t["limit"], "yes" if t["passed"] else "**no**",
+             t["detail"]) for t in result["targets"]
+        ], "lrlll")]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -293,15 +279,11 @@ def loglog_slope(points: Sequence[tuple[float, float]]) -> float:
 
 
 def run_sweep(
-    st: Settings,
-    sizes: Sequence[int],
-    keys: Sequence[str] | None = None,
+    st: Settings, sizes: Sequence[int], keys: Sequence[str] | None = None,
     max_pairwise_gb: float = 8.0,
-) -> dict[str, Any]:
-    """Time and memory of the modules ``keys`` (default: ham_nmf and sa) on B x C x S x S for
-    each S of ``sizes`` (no counts); quadratic modules skip the sizes whose three n x n maps
-    need more than ``max_pairwise_gb``. Returns ``env``, ``points`` (per module and size;
-    ``skipped`` with the reason), ``slopes`` (per module, of each metric with 2+ points)."""
+) -> dict[str, Any]:  # fmt: skip
+    """``env``, ``points``, log-log ``slopes`` of time and memory of ``keys`` (default: ham_nmf,
+    sa) on B x C x S x S per S in ``sizes``; quadratic modules skip S past ``max_pairwise_gb``."""
     keys, (b, c) = list(keys or ["ham_nmf", "sa"]), st.shape[:2]
     points: list[dict[str, Any]] = []
     for key in keys:
@@ -328,22 +310,18 @@ def run_sweep(
 
 def sweep_markdown(result: dict[str, Any]) -> str:
     """The sweep as markdown: one row per point, then the slopes."""
-    env = result["env"]
+    env, f = result["env"], M.fmt
     lines = [
-        _header(env, f"Sweep: B={env['shape'][0]}, C={env['shape'][1]}, H=W in {env['sizes']}"),
-        "",
-        "| Module | H=W | n | Infer ms | Fwd+bwd ms | Infer mem (MiB) | Fwd+bwd mem (MiB) | "
-        "spread |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        _header(env, f"Sweep: B={env['shape'][0]}, C={env['shape'][1]}, H=W in {env['sizes']}")
     ]
-    for p in result["points"]:
-        cells = (
-            f"skipped: {p['skipped']} |||||"
-            if "skipped" in p
-            else f"{p['infer_ms']:.1f} | {p['train_ms']:.1f} | {_f(p.get('infer_mem_mb'), '.0f')}"
-            f" | {_f(p.get('train_mem_mb'), '.0f')} | {_spread(p)} |"
-        )
-        lines.append(f"| {p['label']} | {p['size']} | {p['n']} | {cells}")
+    cols = ("Module", "H=W", "n", "Infer ms", "Fwd+bwd ms", "Infer mem (MiB)",
+            "Fwd+bwd mem (MiB)", "spread")  # fmt: skip
+    lines += ["", *M.table(cols, [
+        f"| {p['label']} | {p['size']} | {p['n']} | skipped: {p['skipped']} |||||" if "skipped" in p
+        else (p["label"], p["size"], p["n"], f"{p['infer_ms']:.1f}", f"{p['train_ms']:.1f}",
+              f(p.get("infer_mem_mb"), ".0f"), f(p.get("train_mem_mb"), ".0f"), _spread(p))
+        for p in result["points"]
+    ], "l" + "r" * 7)]  # fmt: skip
     lines += ["", "Log-log slopes (exponent of n):", ""]
     for key, fits in result["slopes"].items():
         lines.append(f"- {SPECS[key].label}: " + ", ".join(f"{m} {s:.2f}" for m, s in fits.items()))
@@ -365,8 +343,6 @@ def sweep_plot(result: dict[str, Any], path: str) -> None:
         ax.grid(which="both", alpha=0.3)
         ax.legend(fontsize=8)
     env = result["env"]
-    fig.suptitle(
-        f"Cost against n, B={env['shape'][0]}, C={env['shape'][1]}, {env['device']}, "
-        f"{env['threads']} threads"
-    )
+    b, c, dev, threads = *env["shape"], env["device"], env["threads"]
+    fig.suptitle(f"Cost against n, B={b}, C={c}, {dev}, {threads} threads")
     M.save_figure(fig, path)

@@ -8,9 +8,11 @@ import json
 import os.path as osp
 import re
 import sys
+from collections import Counter
 from typing import Any
 
-from .measure import machine
+from . import measure
+from .measure import machine, table
 
 #: A test's line in pytest's verbose output, a failure's line in its short summary.
 _TEST = re.compile(r"^(\S+::.+?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)(?: \((.*)\))?( +\[.*)?$")
@@ -30,28 +32,21 @@ def parse_outcomes(text: str) -> list[dict[str, str]]:
 
 
 def collect(folder: str) -> dict[str, Any]:
-    """``machine``, ``steps``, ``tests`` (:func:`parse_outcomes`), ``recorded`` (test name ->
-    numbers), ``benchmarks`` (``DIR/FILE.json`` -> content) and ``tables`` (``DIR/FILE.md``)."""
+    """``machine``, ``steps``, ``tests``, ``recorded`` (test -> numbers), ``benchmarks`` (by
+    ``DIR/FILE.json``) and ``tables`` (by ``DIR/FILE.md``)."""
 
     def read(pattern: str) -> dict[str, Any]:
         found = {}
         for path in sorted(glob.glob(osp.join(folder, pattern))):
             with open(path, encoding="utf-8") as f:
-                found[osp.relpath(path, folder)] = (
-                    json.load(f) if path.endswith("json") else f.read()
-                )
+                found[osp.relpath(path, folder)] = json.load(f) if path[-4:] == "json" else f.read()
         return found
 
     tests = read("pytest.txt").get("pytest.txt", "")
     recorded = {k[len("test_") : -len(".json")]: v for k, v in read("test_*.json").items()}
-    return dict(
-        machine=machine(),
-        steps=read("steps.json").get("steps.json", []),
-        tests=parse_outcomes(tests),
-        recorded=recorded,
-        benchmarks=read(osp.join("*", "*.json")),
-        tables=read(osp.join("*", "*.md")),
-    )
+    return dict(machine=machine(), steps=read("steps.json").get("steps.json", []),
+                tests=parse_outcomes(tests), recorded=recorded, benchmarks=read("*/*.json"),
+                tables=read("*/*.md"))  # fmt: skip
 
 
 def flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -75,37 +70,35 @@ def _numbers_table(value: Any) -> list[str]:
     def cell(v: Any) -> str:
         return " ".join((v if isinstance(v, str) else json.dumps(v)).split()).replace("|", "\\|")
 
-    rows = [f"| {cell(k)} | {cell(v)} |" for k, v in flatten(value)]
-    return ["| key | value |", "| --- | --- |", *rows]
+    return table(("key", "value"), [(cell(k), cell(v)) for k, v in flatten(value)])
 
 
 def markdown(report: dict[str, Any]) -> str:
     """Machine, steps, test outcomes and numbers, each benchmark's table and JSON values."""
-    lines = ["# GPU check", "", "| field | value |", "| --- | --- |"]
-    lines += [f"| {k} | {v} |" for k, v in report["machine"].items()]
-    lines += ["", "## Steps", "", "| step | exit code | seconds |", "| --- | --- | --- |"]
-    lines += [f"| `{s['command']}` | {s['exit_code']} | {s['seconds']} |" for s in report["steps"]]
-    n = {
-        o: sum(t["outcome"] == o for t in report["tests"]) for o in ("passed", "failed", "skipped")
-    }
+    tests, n = report["tests"], Counter(t["outcome"] for t in report["tests"])
+    lines = ["# GPU check", "", *table(("field", "value"), report["machine"].items()), ""]
+    steps = [(f"`{s['command']}`", s["exit_code"], s["seconds"]) for s in report["steps"]]
+    lines += ["## Steps", "", *table(("step", "exit code", "seconds"), steps), ""]
+    lines += [f"## GPU tests: {n['passed']} passed, {n['failed']} failed, {n['skipped']} skipped"]
+    rows = [(t["name"], t["outcome"], t["message"]) for t in tests]
     lines += [
         "",
-        f"## GPU tests: {n['passed']} passed, {n['failed']} failed, {n['skipped']} skipped",
+        *table(("test", "outcome", "message"), rows),
+        "",
+        "## Numbers recorded by the tests",
+        "",
     ]
-    lines += ["", "| test | outcome | message |", "| --- | --- | --- |"]
-    lines += [f"| {t['name']} | {t['outcome']} | {t['message']} |" for t in report["tests"]]
-    lines += ["", "## Numbers recorded by the tests", ""]
     for name, values in report["recorded"].items():
         lines += [f"### {name}", "", *_numbers_table(values), ""]
     lines += ["## Benchmarks", ""] if report["recorded"] else ["none", "", "## Benchmarks", ""]
     tables = dict(report.get("tables", {}))
     for name, values in report["benchmarks"].items():
-        table, flat = tables.pop(osp.splitext(name)[0] + ".md", None), _numbers_table(values)
-        lines += [f"### `{name}`", "", *([table.strip(), ""] if table else [])]
+        md, flat = tables.pop(osp.splitext(name)[0] + ".md", None), _numbers_table(values)
+        lines += [f"### `{name}`", "", *([md.strip(), ""] if md else [])]
         lines += [f"<details><summary>every value of {name} ({len(flat) - 2})</summary>", ""]
         lines += [*flat, "", "</details>", ""]
-    for name, table in tables.items():  # a table without its JSON
-        lines += [f"### `{name}` (no JSON next to it)", "", table.strip(), ""]
+    for name, md in tables.items():  # a table without its JSON
+        lines += [f"### `{name}` (no JSON next to it)", "", md.strip(), ""]
     lines += [] if report["benchmarks"] or tables else ["none", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -113,11 +106,7 @@ def markdown(report: dict[str, Any]) -> str:
 def write_report(folder: str) -> tuple[str, str]:
     """Write ``report.json`` and ``report.md`` into ``folder``; returns their paths."""
     report = collect(folder)
-    js, md = osp.join(folder, "report.json"), osp.join(folder, "report.md")
-    with open(js, "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=2)
-    with open(md, "w", encoding="utf-8") as f:
-        f.write(markdown(report))
+    md, js = measure.write_report(osp.join(folder, "report"), markdown(report), report, indent=2)
     return js, md
 
 

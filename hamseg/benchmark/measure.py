@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import os.path as osp
 import platform
@@ -11,7 +12,7 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Callable
 
 import torch
@@ -47,8 +48,7 @@ def machine() -> dict[str, Any]:
 
 
 def select_device(name: str, threads: int) -> torch.device:
-    """The device ``name``; on the CPU ``threads`` intra-op threads are set. An unknown name, or
-    CUDA without a device, is a :class:`~hamseg.utils.errors.UsageError` naming ``--device``."""
+    """The device ``name`` (``threads`` intra-op threads on the CPU); a bad one is a UsageError."""
     try:
         device = torch.device(name)
     except RuntimeError as err:
@@ -63,8 +63,8 @@ def select_device(name: str, threads: int) -> torch.device:
 def time_fn(
     fn: Callable[[], Any], device: torch.device, runs: int, warmup: int, budget: float = 1e9
 ) -> list[float]:
-    """Seconds of ``runs`` calls after ``warmup`` untimed ones, stopping after ``budget`` seconds
-    once three runs are done. CUDA: CUDA events on the current stream (the kernels' time)."""
+    """Seconds of ``runs`` calls after ``warmup``, stopping after ``budget`` s once 3 are done;
+    CUDA: CUDA events on the current stream (the kernels' time)."""
     for _ in range(warmup):
         fn()
     times: list[float] = []
@@ -88,8 +88,8 @@ def time_fn(
 
 
 def alternate(fns: dict[str, Callable[[], Any]], device: torch.device, runs: int) -> dict:
-    """Seconds of ``runs`` calls of each of ``fns`` after a warm-up call of each, alternating
-    (the order reversed every other run), so that all see the same machine."""
+    """Seconds of ``runs`` calls of each of ``fns`` after one warm-up each, alternating (the
+    order reversed every other run), so that all see the same machine."""
     for fn in fns.values():
         fn()
     times: dict[str, list[float]] = {name: [] for name in fns}
@@ -115,9 +115,8 @@ def matmul_rate(device: torch.device, size: int = 2048, runs: int = 5) -> float:
 
 
 def peak_memory(fn: Callable[[], Any], device: torch.device) -> int:
-    """Peak bytes allocated during one call of ``fn`` above those allocated before it. CUDA: the
-    caching allocator's peak; CPU: the peak of the running sum of the allocations and frees the
-    CPU allocator reports to ``torch.profiler``."""
+    """Peak bytes allocated during one call of ``fn`` above those before it: CUDA's caching
+    allocator's peak; on the CPU, of the running sum of the allocations ``torch.profiler`` sees."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
@@ -146,14 +145,13 @@ def peak_memory(fn: Callable[[], Any], device: torch.device) -> int:
 def hamburger_macs(
     shape: tuple[int, ...], kind: str, r: int, k: int, variant: str = "paper", path: str = "paper"
 ) -> dict[str, int]:
-    """Hand count of a Hamburger's conv and matmul MACs (one forward, K steps, S = 1; paper Sec.
-    2.2, Alg. 1-3; d = C, n = H W). Breads 2 C d n (+ d^2 n, the release's cheese).
-    NMF: init X^T D (n d r); per step X^T D, X C (2 n d r), D^T D, D (C^T C) (2 d r^2), C (D^T D),
-    C^T C (2 n r^2); final update n d r + d r^2 + n r^2. CD: per step 2 n d r; final d r^2 +
-    d r n (the solve uncounted). VQ: per step 2 n d r; final n d r. Then D C^T (d r n).
-    ``path``: 'paper' and 'module' (the hams compute as written: the same count); 'fast'
-    (inference at >= ``Hamburger.fast_path_min_positions``: the next bread multiplies (W D) C,
-    C_out d r + C_out r n instead of d r n + C_out d n). Returns 'conv', 'matmul', 'total'."""
+    """Hand count of a Hamburger's conv and matmul MACs ('conv', 'matmul', 'total'; one forward,
+    K steps, S = 1, d = C, n = H W; paper Sec. 2.2, Alg. 1-3). Breads 2 C d n (+ d^2 n, the
+    release's cheese). NMF: init n d r; per step 2 n d r + 2 d r^2 + 2 n r^2; final n d r + d r^2
+    + n r^2. CD: per step 2 n d r; final d r^2 + d r n (solve uncounted). VQ: per step 2 n d r;
+    final n d r. Then D C^T (d r n). ``path`` 'paper' = 'module' (the hams as written); 'fast'
+    (inference at >= ``Hamburger.fast_path_min_positions``): the next bread multiplies (W D) C,
+    C_out d r + C_out r n instead of d r n + C_out d n."""
     b, c, h, w = shape
     d, n = c, h * w
     conv = 2 * c * d * n + (d * d * n if variant == "release" else 0)
@@ -176,8 +174,8 @@ def hamburger_macs(
 
 
 def count_macs(module: nn.Module, x: Any) -> tuple[int, dict[str, int]]:
-    """MACs of one inference forward (eval mode) by mmengine's ``FlopAnalyzer`` (fvcore's
-    counter: conv, (b)mm, einsum, norms; not element-wise ops), in total and by operator."""
+    """MACs of one eval forward by mmengine's ``FlopAnalyzer`` (conv, (b)mm, einsum, norms; no
+    element-wise ops), in total and by operator."""
     module.eval()
     with torch.no_grad():
         analyzer = FlopAnalyzer(module, (x,))
@@ -187,9 +185,8 @@ def count_macs(module: nn.Module, x: Any) -> tuple[int, dict[str, int]]:
 
 
 class _RunFlops(TorchDispatchMode):
-    """FLOPs of the operators a call runs, by ``torch.utils.flop_counter``'s formulas (in-place
-    variants such as ``baddbmm_`` too), without module hooks, so that a hook-free fast path is
-    what is counted; the backward ops run on the calling thread on CPU and are counted too."""
+    """FLOPs of the operators a call runs (``torch.utils.flop_counter``'s formulas, in-place
+    variants too), without module hooks: a hook-free fast path and CPU backward ops count."""
 
     flops = 0
 
@@ -204,7 +201,7 @@ class _RunFlops(TorchDispatchMode):
 
 
 def count_run_macs(module: nn.Module, x: Tensor) -> int:
-    """MACs of one inference call (eval, no autograd) as it runs (see :class:`_RunFlops`)."""
+    """MACs of one inference call (eval, no autograd) as it runs."""
     module.eval()
     with torch.no_grad(), _RunFlops() as counter:
         module(x)
@@ -212,7 +209,7 @@ def count_run_macs(module: nn.Module, x: Tensor) -> int:
 
 
 def count_train_flops(module: nn.Module, x: Tensor, grad: Tensor) -> int:
-    """FLOPs (2 per MAC) of one forward+backward in train mode (see :class:`_RunFlops`)."""
+    """FLOPs (2 per MAC) of one forward+backward in train mode."""
     module.train()
     with _RunFlops() as counter:
         module(x.detach().clone().requires_grad_(True)).backward(grad)
@@ -220,11 +217,20 @@ def count_train_flops(module: nn.Module, x: Tensor, grad: Tensor) -> int:
     return counter.flops
 
 
-def save_figure(fig: Any, path: str) -> None:
-    """Lay out ``fig``, write it to ``path`` (PNG, 110 dpi) and free it."""
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    pyplot().close(fig)
+def fmt(v: Any, spec: str = ".1f") -> str:
+    """``v`` formatted with ``spec``; '-' for a missing (None or NaN) value."""
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
+
+
+def table(cols: Sequence[str], rows: Iterable[Sequence[Any] | str], align: str = "") -> list[str]:
+    """Markdown table lines: ``cols``, then ``rows`` (cells, or a line as is); ``align`` 'l'/'r'
+    per column gives ``|---|---:|``, else ``| --- |``."""
+    sep = "".join("|---:" if a == "r" else "|---" for a in align) + "|" if align else None
+    return [
+        "| " + " | ".join(cols) + " |",
+        sep or "| --- " * len(cols) + "|",
+        *(r if isinstance(r, str) else "| " + " | ".join(map(str, r)) + " |" for r in rows),
+    ]
 
 
 def pyplot() -> Any:
@@ -237,17 +243,25 @@ def pyplot() -> Any:
     return plt
 
 
+def save_figure(fig: Any, path: str) -> None:
+    """Lay out ``fig``, write it to ``path`` (PNG, 110 dpi) and free it."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    pyplot().close(fig)
+
+
 def write_report(
-    base: str, text: str, result: dict[str, Any], plot: Callable[[dict, str], None] | None = None
-) -> list[str]:
-    """Write ``base``.md (``text``), ``base``.json (``result``, what JSON cannot hold as strings)
-    and, with ``plot(result, path)``, ``base``.png; returns the paths written."""
+    base: str, text: str, result: dict[str, Any], plot: Callable[[dict, str], None] | None = None,
+    indent: int = 1,
+) -> list[str]:  # fmt: skip
+    """Write ``base``.md (``text``), ``base``.json (``result``, the rest as strings) and, with
+    ``plot(result, path)``, ``base``.png; returns the paths."""
     os.makedirs(osp.dirname(base) or ".", exist_ok=True)
     files = [base + ".md", base + ".json"] + ([base + ".png"] if plot else [])
-    with open(files[0], "w") as f:
+    with open(files[0], "w", encoding="utf-8") as f:
         f.write(text)
-    with open(files[1], "w") as f:
-        json.dump(result, f, indent=1, default=str)
+    with open(files[1], "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=indent, default=str)
     if plot is not None:
         plot(result, files[2])
     return files

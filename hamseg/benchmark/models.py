@@ -24,7 +24,7 @@ from torch import nn
 
 from hamseg.compat.package_lookup import config_file
 
-from .measure import MIB, alternate, peak_memory, spread, time_fn
+from .measure import MIB, alternate, fmt, peak_memory, spread, table, time_fn
 
 #: The checkout hamseg runs from: relative config paths are resolved against it.
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -35,16 +35,16 @@ SEGNEXT = "segnext/segnext_mscan-t_1xb16-adamw-160k_ade20k-512x512.py"
 
 
 def resolve(config: str) -> str:
-    """Path of a config: a packaged name (``mmseg::x``, ``hamseg::x``) is that package's
-    (:func:`~hamseg.compat.package_lookup.config_file`), a relative path is in the checkout."""
+    """Path of a config: a packaged name (``mmseg::x``) is that package's, a relative path the
+    checkout's."""
     return config_file(config) if "::" in config else osp.join(REPO, config)
 
 
 def build_for_training(
     config: str, size: int, device: torch.device, no_aux: bool = False
 ) -> tuple[Any, OptimWrapper, Config]:
-    """Model (train mode, no pretrained weights, SyncBN as BN, padding to ``size``; without the
-    auxiliary head(s) if ``no_aux``), optim wrapper and config of a config file."""
+    """Model (train mode, no pretrained weights, SyncBN as BN, padded to ``size``, ``no_aux``:
+    without auxiliary heads), optim wrapper and config of a config file."""
     cfg = Config.fromfile(config)
     init_default_scope(cfg.get("default_scope", "mmseg"))
     model_cfg = copy.deepcopy(cfg.model)
@@ -82,8 +82,7 @@ def measure_model(
     config: str, label: str, size: int, device: torch.device, batch: int = 1, iters: int = 3,
     warmup: int = 1, memory: bool = True, no_aux: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
-    """Params, seconds per ``model.train_step`` (median of ``iters`` after ``warmup``, all, spread)
-    and peak memory of ``config`` on a synthetic batch x 3 x size^2, ``no_aux``: no aux head."""
+    """Params, seconds per ``train_step`` (median, all, spread), peak memory; synthetic batch."""
     model, optim_wrapper, _ = build_for_training(resolve(config), size, device, no_aux)
     data = synthetic_batch(batch, size, model.decode_head.num_classes)
     row: dict[str, Any] = dict(label=label, config=config, aux_head=model.with_auxiliary_head)
@@ -97,13 +96,11 @@ def measure_model(
 
 
 def run_models(
-    configs: Sequence[str],
-    labels: Sequence[str] | None = None,
-    aux_variant: bool = True,
+    configs: Sequence[str], labels: Sequence[str] | None = None, aux_variant: bool = True,
     **settings: Any,
-) -> dict[str, Any]:
-    """``env`` and ``rows`` (with ``ratio_to_first``): :func:`measure_model` of every config with
-    ``settings`` and, with ``aux_variant``, of those with an auxiliary head without it."""
+) -> dict[str, Any]:  # fmt: skip
+    """``env``, ``rows`` (:func:`measure_model`, ``ratio_to_first``); ``aux_variant``: also those
+    with an auxiliary head without it."""
     rows = []
     for config, label in zip(configs, labels or [default_label(c) for c in configs]):
         print(f"[benchmark_model] {label} ...", flush=True)
@@ -121,46 +118,38 @@ def run_models(
 def model_markdown(result: dict[str, Any]) -> str:
     """The rows as a markdown table under a line saying what was measured."""
     env = result["env"]
+    cols = ("Model", "Config", "Aux head", "Params (M)", "s / iter", "x first", "Peak mem (MiB)",
+            "spread")  # fmt: skip
+    rows = [
+        (r["label"], f"`{r['config']}`", "yes" if r["aux_head"] else "no",
+         f"{r['params'] / 1e6:.2f}", f"{r['iter_s']:.2f}", f"{r['ratio_to_first']:.2f}",
+         fmt(r.get("peak_mem_mb"), ".0f"), f"{100 * r['spread']:.0f}%") for r in result["rows"]
+    ]  # fmt: skip
     lines = [
         f"One training iteration (train_step: forward, loss, backward, optimizer step), input "
         f"{env['batch']}x3x{env['size']}x{env['size']}, {env['device']}, {env['threads']} "
         f"threads, median of {env['iters']} after {env['warmup']} warm-up; spread: "
         "(max - min) / median.",
         "",
-        "| Model | Config | Aux head | Params (M) | s / iter | x first | Peak mem (MiB) | spread |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
-    ]
-    lines += [
-        f"| {r['label']} | `{r['config']}` | {'yes' if r['aux_head'] else 'no'} | "
-        f"{r['params'] / 1e6:.2f} | {r['iter_s']:.2f} | {r['ratio_to_first']:.2f} | "
-        f"{format(r['peak_mem_mb'], '.0f') if 'peak_mem_mb' in r else '-'} | "
-        f"{100 * r['spread']:.0f}% |"
-        for r in result["rows"]
+        *table(cols, rows, "lll" + "r" * 5),
     ]
     return "\n".join(lines) + "\n"
 
 
 def train_iter(
-    config: str,
-    batch_size: int | None,
-    size: int,
-    iters: int,
-    device: str = "cpu",
+    config: str, batch_size: int | None, size: int, iters: int, device: str = "cpu",
     precision: str = "fp32",
-) -> dict[str, Any]:
-    """``iters`` training iterations (``train_step``: preprocessing, forward, loss, backward, SGD
-    step) of ``config`` (a path) on ``batch_size`` (default: the config's) images of ``size`` x
-    ``size``, then as many of the decode head alone (its loss forward and backward on the
-    backbone's features, kept from one forward) for its share. ``precision`` fp16/bf16: the
-    config's optimizer under mmengine's AmpOptimWrapper (autocast). Memory: the CUDA allocator's
-    peak, or on the CPU the resident memory before the first iteration and the process's peak
-    (``ru_maxrss``: run it in a fresh process)."""
+) -> dict[str, Any]:  # fmt: skip
+    """``iters`` ``train_step`` of ``config`` on ``batch_size`` (default: the config's) images of
+    ``size``^2, then as many of the decode head alone (loss fwd+bwd on features kept from one
+    forward); fp16/bf16: AmpOptimWrapper. Memory: CUDA peak, or RSS before and the process's
+    peak (``ru_maxrss``: run it in a fresh process)."""
     dev = torch.device(device)
     model, _, cfg = build_for_training(config, size, dev)
     wrapper = copy.deepcopy(cfg.optim_wrapper)
     if precision != "fp32":
         wrapper.update(
-            type="AmpOptimWrapper", dtype={"fp16": "float16", "bf16": "bfloat16"}[precision]
+            type="AmpOptimWrapper", dtype=dict(fp16="float16", bf16="bfloat16")[precision]
         )
     optim_wrapper = build_optim_wrapper(model, wrapper)
     batch = batch_size or cfg.train_dataloader.batch_size
@@ -224,7 +213,7 @@ def train_iter_summary(result: dict[str, Any]) -> str:
 
 
 def segnext_pair(ours: str = osp.join(REPO, "configs", SEGNEXT)) -> tuple[nn.Module, nn.Module]:
-    """(ours, mmseg's) SegNeXt-T segmentors in training mode, mmseg's random weights in both."""
+    """(ours, mmseg's) SegNeXt-T in training mode, mmseg's random weights in both."""
     init_default_scope("mmseg")
     models = []
     for path in (ours, config_file(f"mmseg::{SEGNEXT}")):
@@ -238,8 +227,8 @@ def segnext_pair(ours: str = osp.join(REPO, "configs", SEGNEXT)) -> tuple[nn.Mod
 def compare_segnext(
     batch: int = 2, size: int = 512, runs: int = 5, seed: int = 0, device: str = "cpu"
 ) -> dict[str, Any]:
-    """``rows``: fwd+bwd median time (s), peak memory (bytes), ratios and spread, ours vs mmseg's
-    alternating, of the ham (one-step NMF vs NMF2D's BPTT), the decode head and one iteration."""
+    """``rows``: fwd+bwd median s, peak bytes, ratios, spread, ours vs mmseg's alternating, of
+    the ham (one-step NMF vs NMF2D's BPTT), the decode head and one iteration."""
     device = torch.device(device)
     torch.manual_seed(seed)
     ours, theirs = (m.to(device) for m in segnext_pair())
@@ -282,21 +271,20 @@ def compare_segnext(
 def segnext_markdown(result: dict[str, Any]) -> str:
     """A :func:`compare_segnext` result as a markdown table."""
     size = result["size"]
-    lines = [
+    cols = ("part", "ours fwd+bwd", "mmseg fwd+bwd", "time ratio", "spread", "ours peak",
+            "mmseg peak", "memory ratio")  # fmt: skip
+    rows = [
+        (r["part"], f"{r['time_ours'] * 1e3:.1f} ms", f"{r['time_mmseg'] * 1e3:.1f} ms",
+         f"**{r['time_ratio']:.2f}x**", f"{r['spread'] * 100:.0f}%",
+         f"{r['mem_ours'] / MIB:.0f} MiB", f"{r['mem_mmseg'] / MIB:.0f} MiB",
+         f"**{r['mem_ratio']:.2f}x**") for r in result["rows"]
+    ]  # fmt: skip
+    return "\n".join([
         f"SegNeXt-T, training mode, {result['batch']}x3x{size}x{size} (head at 1/8: "
         f"{size // 8}x{size // 8} positions), {result.get('device', 'cpu')}, median of "
         f"{result['runs']} alternating runs",
         "",
-        "| part | ours fwd+bwd | mmseg fwd+bwd | time ratio | spread | ours peak | mmseg peak "
-        "| memory ratio |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    lines += [
-        f"| {r['part']} | {r['time_ours'] * 1e3:.1f} ms | {r['time_mmseg'] * 1e3:.1f} ms "
-        f"| **{r['time_ratio']:.2f}x** | {r['spread'] * 100:.0f}% "
-        f"| {r['mem_ours'] / MIB:.0f} MiB | {r['mem_mmseg'] / MIB:.0f} MiB "
-        f"| **{r['mem_ratio']:.2f}x** |"
-        for r in result["rows"]
-    ]
-    lines += ["", "Spread: (max - min) / median of the runs, the larger of the two sides."]
-    return "\n".join(lines)
+        *table(cols, rows),
+        "",
+        "Spread: (max - min) / median of the runs, the larger of the two sides.",
+    ])  # fmt: skip

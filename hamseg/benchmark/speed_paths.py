@@ -1,9 +1,6 @@
-"""A/B of the Hamburger's speed paths (docs/benchmark.md, "Speed paths"): the same block timed
-with each path on and off, alternating in one run, so that the gain each keeps is measured.
-
-- ``PointwiseConv.enabled``: the blocks' 1x1 convs as one matrix product per sample;
-- ``fast_path_min_positions``: inference through the ham's factors, ``(W D) C``.
-"""
+"""A/B of the Hamburger's speed paths (docs/benchmark.md), each on and off, alternating:
+``PointwiseConv.enabled`` (1x1 convs as one product per sample) and ``fast_path_min_positions``
+(inference through the ham's factors, ``(W D) C``)."""
 
 from __future__ import annotations
 
@@ -17,7 +14,7 @@ import torch
 from hamseg.models import Hamburger
 from hamseg.models.fused_hamburger import PointwiseConv
 
-from .measure import alternate, spread
+from .measure import alternate, spread, table
 
 
 @contextmanager
@@ -31,7 +28,6 @@ def _paths(block: Hamburger, pointwise: bool, fused: bool) -> Iterator[None]:
 
 
 def _time(variant: str, mode: str, x: torch.Tensor, runs: int) -> dict[str, list[float]]:
-    """Seconds of each on/off case of one block and call, alternating."""
     block = Hamburger(x.shape[1], ham_cfg=dict(type="NMF", R=64), variant=variant)
     block.train(mode != "infer")
     x = x.clone().requires_grad_(mode != "infer")
@@ -48,12 +44,9 @@ def _time(variant: str, mode: str, x: torch.Tensor, runs: int) -> dict[str, list
     return alternate({k: (lambda a=a: call(*a)) for k, a in cases.items()}, x.device, runs)
 
 
-def speed_paths(
-    shape: tuple[int, int, int, int] = (1, 512, 128, 128), runs: int = 7
-) -> list[dict[str, Any]]:
-    """Median seconds, spread and ratio to both paths off of NMF Hamburgers (Table 3's r=64,
-    K=6) at ``shape``: inference of the paper and release blocks, forward+backward of the
-    paper block (the fused path applies to inference only)."""
+def speed_paths(shape: tuple[int, ...] = (1, 512, 128, 128), runs: int = 7) -> list[dict]:
+    """Median, spread, ratio to both off of NMF Hamburgers (r=64, K=6): inference of the paper and
+    release blocks, fwd+bwd of the paper block (the fused path is inference only)."""
     torch.manual_seed(0)
     x = torch.rand(*shape)
     rows = []
@@ -69,11 +62,7 @@ def speed_paths(
 
 def speed_paths_markdown(rows: list[dict[str, Any]], header: str) -> str:
     """The rows of :func:`speed_paths` as a markdown table under ``header``."""
-    lines = [header, "", "| block | call | paths on | median | x both off | spread |"]
-    lines.append("| --- | --- | --- | --- | --- | --- |")
-    lines += [
-        f"| {r['variant']} | {r['mode']} | {r['paths']} | {r['ms']:.1f} ms | "
-        f"**{r['ratio']:.2f}x** | {100 * r['spread']:.0f}% |"
-        for r in rows
-    ]
-    return "\n".join(lines) + "\n"
+    cells = [(r["variant"], r["mode"], r["paths"], f"{r['ms']:.1f} ms", f"**{r['ratio']:.2f}x**",
+              f"{100 * r['spread']:.0f}%") for r in rows]  # fmt: skip
+    cols = ("block", "call", "paths on", "median", "x both off", "spread")
+    return "\n".join([header, "", *table(cols, cells)]) + "\n"

@@ -45,8 +45,7 @@ NOT_AVAILABLE = {
 
 
 class Branches(nn.Module):
-    """Branches on one input, summed (DANet's PAM + CAM, as DAHead) or concatenated (APCNet's ACM
-    or DMNet's DCM, C / 4 channels each, without the heads' 3x3 bottleneck)."""
+    """Branches on one input, summed (DANet's PAM + CAM) or concatenated (ACM, DCM, C / 4 each)."""
 
     def __init__(self, branches: list[nn.Module], concat: bool) -> None:
         super().__init__()
@@ -73,9 +72,8 @@ class EMAContext(nn.Module):
 
 @dataclass
 class Spec:
-    """One row: ``key`` (``--modules``), ``label`` (Table 3's name where it has the row),
-    ``config`` (what is built), ``build(C, r, K)``, ``ham`` ((type, variant) of a hamseg
-    Hamburger, for the hand count) and ``quadratic`` (N x N maps: the sweep skips large n)."""
+    """A row: ``key`` (``--modules``), ``label``, ``config``, ``build(C, r, K)``, ``ham`` ((type,
+    variant), for the hand count), ``quadratic`` (N x N maps: the sweep skips large n)."""
 
     key: str
     label: str

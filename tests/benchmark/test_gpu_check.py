@@ -72,7 +72,9 @@ def test_report_collects_tests_numbers_steps_and_benchmarks(tmp_path):
 
 def _fixtures() -> dict[str, tuple[dict, str]]:
     """One output of each benchmark gpu_check.sh runs, as each writes it: JSON and its table."""
-    from hamseg.benchmark import deploy, models
+    import runpy
+
+    from hamseg.benchmark import models
 
     context = {
         "env": {"device": "cuda", "rates": [1.5e12, 1.4e12], "shape": [1, 512, 128, 128]},
@@ -92,13 +94,31 @@ def _fixtures() -> dict[str, tuple[dict, str]]:
         ],
         batch=2, size=512, runs=5, device="cuda:0",
     )  # fmt: skip
-    latency = dict(eager=0.0456, onnxruntime=0.0123, ratio=0.2697, spread=0.05, runs=10, size=128)
-    rows = [("demo HamHead-NMF", latency)]
+    latency = [
+        dict(
+            backend="ORT int8",
+            threads=1,
+            ms=12.3,
+            min_ms=12.0,
+            max_ms=13.0,
+            ratio=0.2697,
+            runs=10,
+            size=128,
+            agreement=0.99,
+            worst=0.9,
+            miou=45.6,
+            val_images=2,
+        )
+    ]
+    deploy_markdown = runpy.run_path(f"{REPO}/tools/benchmark_deploy.py")["markdown"]
     return {
         "context/benchmark_context": (context, "| Module | Infer ms |\n|---|---:|\n| Ham | 1.2 |"),
         "model/benchmark_model": (model, "| model | s/iter |\n| --- | --- |\n| HamNet | 0.683 |"),
         "segnext/segnext": (seg, models.segnext_markdown(seg)),
-        "deploy/deploy": (deploy.as_json(rows), deploy.markdown(rows)),
+        "deploy/deploy": (
+            dict(rows={"demo HamHead-NMF": latency}, device="cpu"),
+            deploy_markdown("demo HamHead-NMF", latency),
+        ),
     }
 
 
@@ -137,13 +157,13 @@ def test_report_carries_every_number_of_every_benchmark(tmp_path):
         "| rows.0.time_ratio | 0.8222656 |",  # segnext
         "| rows.0.mem_mmseg | 234567890 |",
         "| size | 512 |",
-        "| rows.0.onnxruntime | 0.0123 |",  # deploy
-        "| rows.0.label | demo HamHead-NMF |",
+        "| rows.demo HamHead-NMF.0.ratio | 0.2697 |",  # deploy
+        "| device | cpu |",
         "| s_per_iter | 0.41 |",  # recorded by a test
         "| max_memory_allocated | 9876543210 |",
     ]:
         assert row in text, row
-    assert "every value of deploy/deploy.json (9)" in text  # 7 latency values, threads, device
+    assert "every value of deploy/deploy.json (13)" in text  # 12 of the row, device
     assert "### `old/table_only.md` (no JSON next to it)" in text and "| x | 7.5 |" in text
     assert report["tables"]["old/table_only.md"].endswith("| x | 7.5 |")
 
