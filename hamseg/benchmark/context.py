@@ -105,12 +105,12 @@ def _environment(st: Settings, **extra: Any) -> dict[str, Any]:
 
 
 def run_table(st: Settings, keys: Sequence[str] | None = None, rate_size: int = 2048) -> dict:
-    """``env``, ``rows``, ``targets``, ... of the modules ``keys`` (default: all); floors at the
-    higher fp32 matmul rate (``rate_size``^3) of two, at start and at end."""
+    """``env``, ``rows``, ``targets``, ... of the modules ``keys`` (default: the default rows);
+    floors at the higher fp32 matmul rate (``rate_size``^3) of two, at start and at end."""
     env = _environment(st, shape=list(st.shape), rate_size=rate_size)
     env["rate_start"] = M.matmul_rate(st.device, rate_size)
     rows = []
-    for key in keys or SPECS:
+    for key in keys or [k for k, spec in SPECS.items() if spec.default]:
         print(f"[benchmark] {key} ...", flush=True)
         rows.append(r := measure_row(SPECS[key], st, env["rate_start"]))
         print(

@@ -73,7 +73,9 @@ class EMAContext(nn.Module):
 @dataclass
 class Spec:
     """A row: ``key`` (``--modules``), ``label``, ``config``, ``build(C, r, K)``, ``ham`` ((type,
-    variant), for the hand count), ``quadratic`` (N x N maps: the sweep skips large n)."""
+    variant), for the hand count), ``quadratic`` (N x N maps: the sweep skips large n),
+    ``default`` (in the table without ``--modules``; AttnConv's eight N x N maps need ~33 GB at
+    Table 3's size)."""
 
     key: str
     label: str
@@ -81,6 +83,7 @@ class Spec:
     build: Callable[[int, int, int], nn.Module]
     ham: tuple[str, str] | None = None
     quadratic: bool = False
+    default: bool = True
 
 
 def _ham(kind: str, grad: str, variant: str = "paper") -> Callable[[int, int, int], nn.Module]:
@@ -144,7 +147,8 @@ _ROWS = [
     Spec("polynl", "Poly-NL", "hamseg PolyNL(C), Eq. 6 of Babiloni et al. 2021",
          lambda c, r, k: PolyNL(c)),
     Spec("attnconv", "AttnConv", "hamseg AttnConv(C, 8 heads, D = D_v = 64, mu, 3x3 index "
-         "heads), Andreoli Eq. 7-10", lambda c, r, k: AttnConv(c, 8, 64, 64), quadratic=True),
+         "heads), Andreoli Eq. 7-10", lambda c, r, k: AttnConv(c, 8, 64, 64), quadratic=True,
+         default=False),
 ]  # fmt: skip
 #: Every row by key, in table order.
 SPECS = {s.key: s for s in _ROWS}
