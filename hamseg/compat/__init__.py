@@ -1,9 +1,6 @@
 """Where hamseg adapts mmseg 1.2.2, mmengine 0.10.7, mmcv-lite 2.1.0 and torch 2.6-2.14 to each
 other; each module applies its fix on import (``import hamseg`` imports this first), only where
-the installed stack needs it: a missing mmcv (:mod:`.mmcv_check`), mmcv-lite's missing ops
-(:mod:`.mmcv_ops`), ``weights_only`` loads (:mod:`.checkpoint`), ``mmseg::``/``hamseg::`` config
-names (:mod:`.package_lookup`), ``MMSegInferencer`` on hamseg's configs (:mod:`.mmseg_inferencer`);
-:mod:`.mmseg_tool_fixes` applies while one of mmseg's tool scripts runs.
+the installed stack needs it; :mod:`.mmseg_tool_fixes` only while one of mmseg's tools runs.
 """
 
 # The order matters: mmcv is checked and its ops provided before anything imports mmseg.

@@ -1,14 +1,10 @@
 """mmengine 0.10.7 checkpoints under torch >= 2.6's ``weights_only=True`` loads.
 
-torch 2.6 made ``torch.load`` unpickle only allow-listed types; mmengine calls it without the
-argument and writes its ``HistoryBuffer`` (with numpy values, and ``getattr(HistoryBuffer, 'min')``
-for its statistics table), so ``--resume`` failed with an ``UnpicklingError``. :func:`install`
-allow-lists exactly those types, leaves the default statistics out of the buffer's state (its
-``__setstate__`` registers them again), and wraps ``CheckpointLoader.load_checkpoint`` (every
-mmengine/mmseg load) so that ``weights_only`` stays on even with
-``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` set, and torch's long errors become one line:
-:class:`UnsafeCheckpointError` naming the refused globals (nothing ran), or
-:class:`CorruptCheckpointError` for a truncated file. docs/robustness.md, "Safe checkpoint loading".
+torch 2.6 unpickles only allow-listed types; mmengine's ``HistoryBuffer`` (numpy values,
+``getattr(HistoryBuffer, 'min')``) made ``--resume`` fail with an ``UnpicklingError``.
+:func:`install` allow-lists those types and keeps ``weights_only`` on in every mmengine load,
+with one-line errors (:class:`UnsafeCheckpointError`, :class:`CorruptCheckpointError`).
+docs/robustness.md, "Safe checkpoint loading".
 """
 
 from __future__ import annotations

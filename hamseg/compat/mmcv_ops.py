@@ -1,10 +1,8 @@
 """Pure-PyTorch ``mmcv.ops.point_sample`` and ``sigmoid_focal_loss`` for mmcv-lite.
 
-mmseg 1.2.2 imports these two from ``mmcv.ops`` without a guard (utils/mask_classification.py,
-models/utils/point_sample.py, models/decode_heads/san_head.py, models/losses/focal_loss.py);
-mmcv-lite 2.1.0 has no compiled ``mmcv._ext``, so ``import mmseg.models`` fails. Only then,
-:func:`install` puts a module with the two ops in ``sys.modules['mmcv.ops']`` that answers any
-other name with the ``ModuleNotFoundError`` mmseg's guarded imports expect.
+mmseg 1.2.2 imports these two from ``mmcv.ops`` without a guard; mmcv-lite 2.1.0 has no compiled
+``mmcv._ext``, so ``import mmseg.models`` fails. Only then :func:`install` puts a stand-in in
+``sys.modules['mmcv.ops']`` (any other name: the ``ModuleNotFoundError`` mmseg's guards expect).
 """
 
 from __future__ import annotations
@@ -42,13 +40,8 @@ def sigmoid_focal_loss(
     weight: Tensor | None = None,
     reduction: str = "mean",
 ) -> Tensor:
-    """mmcv's compiled ``sigmoid_focal_loss`` (focal loss, Lin et al. 2017, eq. 5).
-
-    For logits x (N, C), int64 class indices t (N,) in [0, C] and p = sigmoid(x), element (n, c)
-    is ``-alpha (1-p)^gamma log p`` where t_n == c, else ``-(1-alpha) p^gamma log(1-p)`` (t_n == C:
-    background, all negative). ``weight`` (C,) scales row n by ``weight[t_n]``; 'mean' divides
-    the sum by N (not N*C), as mmcv does. Returns (N, C) for 'none', else a scalar.
-    """
+    """mmcv's compiled ``sigmoid_focal_loss`` (focal loss, Lin et al. 2017, eq. 5) on logits
+    (N, C) and int64 targets (N,) in [0, C] (C: background); 'mean' divides by N, as mmcv does."""
     if input.dim() != 2 or target.dim() != 1 or input.size(0) != target.size(0):
         raise ValueError("sigmoid_focal_loss expects input (N, C) and target (N,)")
     if target.dtype != torch.long:

@@ -1,10 +1,8 @@
 """mmseg 1.2.2's ``MMSegInferencer`` on hamseg's configs and model names.
 
-Its ``_init_pipeline`` finds the image loader and drops ``LoadAnnotations`` by type name, so
-hamseg's ``CheckedLoad*`` loaders fail ("LoadImageFromFile is not found in the test pipeline"):
-they get mmseg's names first. Its model lookup knows mmseg's model index only ("Cannot find
-model"): a name mmseg lacks is looked up in ``hamseg/.mim/model-index.yml``, and
-``hamseg::<dir>/<config>.py`` is read as that packaged config. Weights load as mmseg loads them.
+Its ``_init_pipeline`` finds loaders by type name ("LoadImageFromFile is not found in the test
+pipeline"): hamseg's ``CheckedLoad*`` get mmseg's names first. Its model lookup knows mmseg's
+index only ("Cannot find model"): hamseg's ``.mim/model-index.yml`` and ``hamseg::`` configs too.
 """
 
 from __future__ import annotations
@@ -34,9 +32,8 @@ def resolve_model_name(name: str) -> tuple[str, str] | None:
     for model in BaseInferencer._get_models_from_metafile(root):
         if wanted in (model["Name"].lower(), *(a.lower() for a in model.get("Alias", []))):
             weights = model.get("Weights", "")
-            return osp.join(root, model["Config"]), weights[0] if isinstance(
-                weights, list
-            ) else weights
+            weights = weights[0] if isinstance(weights, list) else weights
+            return osp.join(root, model["Config"]), weights
     return None
 
 

@@ -1,20 +1,14 @@
-"""Fixes for bugs of mmseg 1.2.2's own tool scripts, applied only while one of them runs.
+"""Fixes for bugs of mmseg 1.2.2's own tool scripts (mmengine 0.10.7, OpenCV 4), patched only
+while one runs under ``tools/mmseg_tool.py`` (:mod:`hamseg.cli.mmseg_tool`), then restored:
 
-``python tools/mmseg_tool.py TOOL`` (:mod:`hamseg.cli.mmseg_tool`) patches, for the run, exactly
-the call each script gets wrong on this stack (mmengine 0.10.7, OpenCV 4), then restores it:
-
-- get_flops.py passes ``input_shape`` and ``inputs``, which mmengine 0.10.7 refuses ("cannot be
-  both set"): ``inputs`` is used, as later mmseg does;
-- browse_dataset.py draws into a non-contiguous image, which OpenCV refuses ("Layout of the
-  output array img is incompatible with cv::Mat"): the image is made contiguous;
-- benchmark.py times test images 6 to 200 and prints ``nan`` on a smaller test set: the loader
-  repeats until the script stops;
-- confusion_matrix.py (and misc/browse_dataset.py) read the classes from the dataset class's
-  ``METAINFO`` (``KeyError: 'classes'`` for a config-defined BaseSegDataset, a wrong size for a
-  class subset): each dataset gets its instance's metainfo as ``METAINFO``;
-- ``--cfg-options data_root=PATH`` changed only the variable every dataset had copied: the
-  datasets move with it (:func:`hamseg.utils.config.merge_cfg_options`);
-- publish_model.py exits before its ``mv`` subprocess has run: started processes are waited for.
+- get_flops.py: ``input_shape`` and ``inputs`` "cannot be both set": ``inputs`` is used;
+- browse_dataset.py: "Layout of the output array img is incompatible with cv::Mat": the image
+  is made contiguous;
+- benchmark.py prints ``nan`` on a test set under 200 images: the loader repeats;
+- confusion_matrix.py, misc/browse_dataset.py read the class's ``METAINFO`` (``KeyError:
+  'classes'``, a wrong size for a subset): each dataset gets its instance's metainfo;
+- ``--cfg-options data_root=PATH`` moves the datasets too (``merge_cfg_options``);
+- publish_model.py exits before its ``mv`` has run: started processes are waited for.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Config paths across packages: ``mmseg::`` without ``pkg_resources``, and ``hamseg::``.
 
-mmengine 0.10.7 resolves ``_base_ = 'mmseg::...'`` with ``is_installed``/``get_installed_path``,
-which import ``pkg_resources`` (gone in setuptools >= 81): :func:`install` replaces them with
-``importlib.metadata`` where it is absent. :func:`register_hamseg` makes mmengine accept the
-``hamseg::`` prefix for the configs shipped in ``hamseg/.mim/configs`` (an editable install's
-folder too), read them without a ``hamseg`` scope (hamseg registers into mmseg's registries; a
-scope would break building), and lets ``Config.fromfile`` take such names. README, "Configs".
+mmengine 0.10.7 resolves ``mmseg::`` bases through ``pkg_resources`` (gone in setuptools >= 81):
+:func:`install` uses ``importlib.metadata`` instead. :func:`register_hamseg` accepts ``hamseg::``
+for the configs in ``hamseg/.mim/configs``, read without a scope (hamseg registers into mmseg's
+registries). README, "Configs".
 """
 
 from __future__ import annotations
