@@ -1,8 +1,7 @@
 """Synchronized batch norm on any device and backend (gloo too), and the CPU DDP wrapper.
 
 torch's ``nn.SyncBatchNorm`` runs on GPUs only; the paper and the release use synchronized BN.
-On a CPU machine :func:`hamseg.engine.distributed.setup_cpu_distributed` selects
-:class:`CPUSyncBNDistributedDataParallel`, which swaps every ``nn.SyncBatchNorm`` for
+:class:`CPUSyncBNDistributedDataParallel` swaps every ``nn.SyncBatchNorm`` for
 :class:`HamSyncBatchNorm` ('HamSyncBN'; same parameters, buffers and names) before DDP.
 """
 
@@ -44,13 +43,8 @@ class _AllReduceSum(torch.autograd.Function):
 @MODELS.register_module(name="HamSyncBN")
 class HamSyncBatchNorm(_BatchNorm):
     """Batch norm with the statistics of the global batch, over any ``torch.distributed``
-    backend: a W-process run with batch B each matches one process with batch W*B.
-
-    In training with more than one process: the mean is an all-reduced sum over the global
-    count, the (biased) variance an all-reduced sum of squared deviations from it (two passes),
-    both differentiable; running statistics take the unbiased global variance. Otherwise it is
-    exactly ``nn.BatchNorm``. Arguments as ``nn.BatchNorm2d``, and ``process_group`` (default:
-    the whole world).
+    backend: a W-process run with batch B each matches one process with batch W*B. Otherwise
+    exactly ``nn.BatchNorm``; arguments as ``nn.BatchNorm2d``, and ``process_group``.
     """
 
     def __init__(

@@ -30,8 +30,8 @@ GRADS = ("one_step", "bptt")
 
 
 class MatrixDecomposition2D(nn.Module):
-    """What the hams share: folding, the dictionary's init, the K-step loop, the float32 guard.
-    Subclasses write the algorithm: :meth:`init_coef`, :meth:`local_step`, :meth:`compute_coef`.
+    """What the hams share; subclasses write :meth:`init_coef`, :meth:`local_step` and
+    :meth:`compute_coef`.
 
     Args:
         S: Number of groups; the C channels are split into S independent decompositions.
@@ -43,20 +43,13 @@ class MatrixDecomposition2D(nn.Module):
         inv_t: Inverse temperature 1 / T of the softmax codes (Alg. 1, 3; Table 9).
         eta: Step of the moving average of ``init='online'``.
         spatial: X = (C/S) x (H*W) if True, X = (H*W) x (C/S) if False.
-        init: Initial dictionary (App. F, Table 8): 'random' (a draw per forward), 'fixed'
-            (drawn once), 'learned' (a parameter; needs ``grad='bptt'``) or 'online' (a buffer
-            moved towards the solved dictionaries after every training forward).
-        grad: 'one_step' (Eq. 13: the K iterations without autograd, the gradient through the
-            final code update) or 'bptt' (through all K iterations, Table 1).
-        eval_seed: If not None and ``init='random'``, eval mode draws the dictionary (one
-            (S, D, R) draw shared by the batch), then random initial codes, from a generator
-            seeded with it: deterministic, batch-independent evaluation.
-        eval_draws: K seeded dictionaries in eval mode (``init='random'``); the output is the
-            mean of the K reconstructions (docs/evaluation.md).
-
-    Raises:
-        ValueError: On an unknown option, a missing ``D`` for an init that needs it, and
-            ``init='learned'`` with ``grad='one_step'``.
+        init: Initial dictionary (App. F, Table 8): 'random' (per forward), 'fixed', 'learned'
+            (needs ``grad='bptt'``) or 'online' (an EMA of the solved dictionaries).
+        grad: 'one_step' (Eq. 13) or 'bptt' (through all K iterations, Table 1).
+        eval_seed: With ``init='random'``, eval mode draws the dictionary and codes from a
+            generator seeded with it (batch-independent evaluation).
+        eval_draws: K seeded dictionaries in eval mode; the output is the mean of the K
+            reconstructions (docs/evaluation.md).
     """
 
     #: Distribution of a random dictionary: 'uniform' (U[0, 1)) or 'normal' (N(0, 1)).
@@ -258,18 +251,9 @@ class MatrixDecomposition2D(nn.Module):
         return (out if self.spatial else out.transpose(1, 2)).reshape(x.shape)
 
     def factorize(self, x: Tensor, bases: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """The solved factors instead of their product (Eq. 7: X_bar = D C), so that a caller
-        multiplying by W can form (W D) C instead of W (D C).
-
-        Args:
-            x: Features (B, C, H, W), float32 or float64 (no cast is done here).
-            bases: Optional initial dictionary (B*S, D, R), as in :meth:`forward`.
-
-        Returns:
-            ``(dictionary, coef)`` in the folded layout: (B*S, D, R) and the codes transposed,
-            C^T (B*S, N, R) (with ``eval_draws`` K > 1: K*R for R); ``dictionary @ coef^T`` is
-            :meth:`forward`'s result folded.
-        """
+        """The solved factors of float32/64 ``x`` instead of their product (Eq. 7: X_bar = D C),
+        so that a caller can form (W D) C: D (B*S, D, R) and C^T (B*S, N, R) (K*R with K
+        ``eval_draws``); ``bases`` as in :meth:`forward`."""
         if x.dim() != 4 or torch.finfo(x.dtype).bits < 32:
             raise ValueError(
                 f"expected a float32/64 x of shape (B, C, H, W), got {x.dtype} {tuple(x.shape)}"
@@ -279,16 +263,12 @@ class MatrixDecomposition2D(nn.Module):
         return dictionary, coef.transpose(1, 2)
 
     def forward(self, x: Tensor, bases: Tensor | None = None) -> Tensor:
-        """Low-rank reconstruction X_bar = D C of x (Eq. 7), computed in float32 at least with
-        autocast off (half inputs are cast up and back; float32 is used as is).
+        """Low-rank reconstruction X_bar = D C (Eq. 7) of x (B, C, H, W), in x's shape and
+        dtype, computed in float32 at least with autocast off.
 
         Args:
             x: Features (B, C, H, W); non-negative for NMF.
-            bases: Optional initial dictionary (B*S, D, R) replacing the configured init; it is
-                never modified.
-
-        Returns:
-            The reconstruction, same shape and dtype as ``x``.
+            bases: Optional initial dictionary (B*S, D, R) replacing the configured init.
         """
         if x.dim() != 4:
             raise ValueError(f"expected x of shape (B, C, H, W), got {tuple(x.shape)}")

@@ -46,14 +46,10 @@ class Hamburger(nn.Module):
         with_lower_bread, with_ham, with_upper_bread: Table 2's ablations, each removes one
             part (the ReLU in front of NMF stays). Without the upper bread, 'paper' keeps Eq. 6's
             BN: Y = Z + BN(M(W_l Z)). Without a bread, d must equal d_z.
-
-    Raises:
-        ValueError: On an unknown variant, a block without parts, d != d_z without a bread.
     """
 
     #: Inference through the ham's factors (:mod:`~hamseg.models.fused_hamburger`) on maps of
-    #: at least this many positions; smaller maps (tests, toy models) give results bit-identical
-    #: to the module calls. None switches it off.
+    #: at least this many positions (smaller ones: bit-identical module calls); None: off.
     fast_path_min_positions: int | None = 1024
 
     def __init__(

@@ -1,9 +1,7 @@
 """SegNeXt's squeeze by level: sum_l resize(W_l x_l) instead of W cat(resize(x_l)).
 
-A 1x1 conv and a bilinear resize commute, so the squeeze's weight is split by level, each part
-runs at its level's resolution and the resize is two matrix products (:func:`bilinear_matrix`).
-Measured against resize+cat+conv (docs/benchmark.md, "Speed paths"): see there; switch:
-``level_squeeze.enabled = False``.
+A 1x1 conv and a bilinear resize commute, so each level's part of the weight runs at its level's
+resolution and the resize is two matrix products (docs/benchmark.md, "Speed paths").
 """
 
 from __future__ import annotations

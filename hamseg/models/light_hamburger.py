@@ -24,8 +24,7 @@ class LightHamburger(nn.Module):
 
     Args:
         ham_channels: Channels of Z, of the ham and of Y.
-        ham_cfg: The decomposition's config (``mmseg.registry.MODELS``), e.g.
-            ``dict(type='NMF', R=16, train_steps=6, eval_steps=7)``; D defaults to
+        ham_cfg: The decomposition's config, e.g. ``dict(type='NMF', R=16)``; D defaults to
             ``ham_channels // S``.
         norm_cfg: Norm of ``ham_out`` (the head's; None for none).
     """

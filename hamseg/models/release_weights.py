@@ -79,11 +79,7 @@ def load_torch_file(path: str) -> object:
 
 def unwrap_state_dict(obj: object, keys: Sequence[str] = _WRAPPER_KEYS) -> dict[str, Tensor]:
     """The ``{name: tensor}`` dict in a loaded checkpoint (itself, or under the first of
-    ``keys`` it has), without a DataParallel ``module.`` prefix.
-
-    Raises:
-        TypeError: If no state dict of tensors is found.
-    """
+    ``keys`` it has), without a DataParallel ``module.`` prefix; TypeError if there is none."""
     if isinstance(obj, Mapping):
         for key in keys:
             if key in obj and isinstance(obj[key], Mapping):
@@ -128,16 +124,10 @@ def map_state_dict(
         target: State dict of the module that will load it (names and shapes are checked).
         rules: ``(source prefix, target prefix)`` pairs; the longest matching prefix wins.
         drop: Source prefixes left unused on purpose (e.g. an ImageNet classifier).
-        fill_num_batches_tracked: Fill missing BatchNorm ``num_batches_tracked`` with 0 (files
-            of PyTorch < 0.4.1 have none; unused with a fixed momentum).
-
-    Returns:
-        The renamed state dict, with exactly the keys of ``target``.
+        fill_num_batches_tracked: Fill missing BatchNorm ``num_batches_tracked`` with 0.
 
     Raises:
-        WeightMappingError: Listing the source names no rule matches, the targets two sources
-            map to, the source names whose target does not exist, the target names left
-            unfilled and the shape mismatches.
+        WeightMappingError: Listing every name that does not map 1:1 and every shape mismatch.
     """
     mapped: dict[str, Tensor] = {}
     origin: dict[str, str] = {}
@@ -196,12 +186,7 @@ PRETRAINED_HELP = (
 class HamResNetPretrained:
     """``init_cfg`` loading the release's ImageNet ResNet file into ``ResNetV1c(stem_channels=
     128)``, e.g. ``dict(type='HamResNetPretrained', checkpoint='data/pretrained/resnet101-2a57e44d
-    .pth')`` (relative to the working directory). Strict: a wrong file fails, not half-loads.
-
-    Raises:
-        FileNotFoundError: When called and the file is missing (what it is, where, how to get it).
-        WeightMappingError: When the file does not fit the backbone.
-    """
+    .pth')``. Strict: a missing or wrong file raises, nothing half-loads."""
 
     def __init__(self, checkpoint: str) -> None:
         self.checkpoint = checkpoint
