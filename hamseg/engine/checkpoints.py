@@ -68,9 +68,8 @@ register_backend(ATOMIC_BACKEND, AtomicLocalBackend)
 @HOOKS.register_module()
 class AtomicCheckpointHook(CheckpointHook):
     """mmengine's ``CheckpointHook`` (same options) writing local checkpoints and the
-    ``last_checkpoint`` pointer atomically, with every rank's random states; ``out_dir`` or
-    ``backend_args`` naming a remote store (``s3://``, ``backend='petrel'``, ...) or
-    ``file_client_args`` keep mmengine's writes."""
+    ``last_checkpoint`` pointer atomically, with every rank's random states (remote stores keep
+    mmengine's writes)."""
 
     def __init__(self, **kwargs) -> None:
         backend_args = kwargs.get("backend_args") or {}

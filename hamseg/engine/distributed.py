@@ -1,8 +1,6 @@
-"""Multi-process training on CPU machines (torchrun or slurm + gloo).
-
-mmengine 0.10.7's launcher calls ``torch.cuda.set_device`` and its default DDP wrapper passes
-``device_ids=[LOCAL_RANK]``; both fail without a GPU. Without CUDA, :func:`setup_cpu_distributed`
-starts a gloo group itself (the Runner then skips ``init_dist``) and asks for a CPU DDP wrapper.
+"""Multi-process training on CPU machines (torchrun or slurm + gloo): mmengine 0.10.7's launcher
+calls ``torch.cuda.set_device`` and its DDP wrapper passes ``device_ids=[LOCAL_RANK]``, which
+fail without a GPU; :func:`setup_cpu_distributed` starts a gloo group and a CPU DDP wrapper.
 """
 
 from __future__ import annotations
@@ -31,17 +29,9 @@ def _slurm_env() -> None:
 
 
 def setup_cpu_distributed(cfg: Config, launcher: str) -> bool:
-    """Prepare a distributed run on CPU; nothing for ``launcher='none'`` or when CUDA exists.
-
-    Args:
-        cfg: The config; its ``model_wrapper_cfg`` gets ``device_ids=None`` (and the type
-            :data:`CPU_WRAPPER` in place of mmengine's default DDP) and its
-            ``env_cfg.dist_cfg.backend`` becomes 'gloo'.
-        launcher: 'none', 'pytorch', 'slurm' or 'mpi' (as passed to tools/train.py).
-
-    Returns:
-        True if a gloo process group was set up for a CPU run.
-    """
+    """Prepare a distributed run on CPU (``cfg`` gets :data:`CPU_WRAPPER` with
+    ``device_ids=None`` and the gloo backend); nothing for ``launcher='none'`` or when CUDA
+    exists. Returns whether a gloo process group was set up."""
     if launcher == "none" or torch.cuda.is_available():
         return False
     if launcher == "slurm":

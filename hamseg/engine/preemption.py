@@ -58,9 +58,8 @@ def worker_init_fn(worker_id: int, *args: Any, ignored: tuple, **kwargs: Any) ->
 
 
 def protect_workers(signals: Iterable[int]) -> None:
-    """Make DataLoader workers that mmengine's runners start from now on (default
-    ``worker_init_fn``) ignore ``signals`` unless their parent sends them; () undoes it. slurm
-    signals every process of a step, and a dead worker fails the iteration before its save."""
+    """Make DataLoader workers that mmengine's runners start from now on ignore ``signals``
+    unless their parent sends them (slurm signals every process of a step); () undoes it."""
     ignored = tuple(sorted(set(signals)))
     init = functools.partial(worker_init_fn, ignored=ignored) if ignored else None
     for module in (runner_module, flexible_runner):
@@ -68,9 +67,8 @@ def protect_workers(signals: Iterable[int]) -> None:
 
 
 def ignore_signals_until_exit() -> list[int]:
-    """Ignore the signals a :class:`PreemptionHook` handles, in a process about to exit: CPython
-    resets Python handlers while it finalizes, and a signal then (torchrun's SIGTERM once another
-    rank has exited) would end it with -15, not its exit code. The signals now ignored."""
+    """Ignore (and return) the signals a :class:`PreemptionHook` handles, in a process about to
+    exit: CPython resets handlers while it finalizes, and torchrun's SIGTERM would give -15."""
     ignored = []
     for signum in signal.valid_signals():
         try:

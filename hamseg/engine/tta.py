@@ -1,8 +1,6 @@
-"""Multi-scale + flip test of the Hamburger release (seg/HamNet/test.py) as an mmseg TTA model.
-
-The release pads every view to 8k + 1 (so that the stride-8 grid and ``align_corners=True``
-up-sampling meet the image corners) and sums the logits of all views; mmseg's ``SegTTAModel``
-averages probabilities. :class:`HamSegTTAModel` offers both (docs/recipes.md).
+"""Multi-scale + flip test of the Hamburger release (seg/HamNet/test.py) as an mmseg TTA model:
+the release pads every view to 8k + 1 (the stride-8 grid and ``align_corners=True`` meet the
+image corners) and sums logits; mmseg averages probabilities. docs/recipes.md.
 """
 
 from __future__ import annotations
@@ -42,10 +40,8 @@ class HamSegTTAModel(SegTTAModel):
 
     Args:
         module: The segmentor (config or module), set by ``tools/test.py --tta``.
-        merge: 'logits_sum' (release: sum of the views' logits) or 'prob_mean' (mmseg: mean of
-            the softmax, or sigmoid for one output channel, probabilities).
-        pad_stride: Pad every view to ``k * pad_stride + 1`` and crop the logits back (release:
-            8); None: mmseg's behaviour.
+        merge: 'logits_sum' (release) or 'prob_mean' (mmseg: mean of the probabilities).
+        pad_stride: Pad every view to ``k * pad_stride + 1`` (release: 8); None: mmseg's way.
         data_preprocessor: Optional preprocessor for ``module``.
     """
 
