@@ -87,12 +87,8 @@ def build_config(
         cfg_options: ``--cfg-options`` overrides (``data_root=PATH`` moves every dataset).
         work_dir: ``--work-dir``; default ``./work_dirs/<config name>``.
         launcher: One of :data:`LAUNCHERS`. On CPU machines a gloo group is set up here.
-        local_rank: ``--local-rank``: becomes ``LOCAL_RANK`` unless the launcher set it, as in
-            mmseg (``torch.distributed.launch`` without ``--use-env`` passes only the argument).
-
-    Raises:
-        FileNotFoundError: No such config. CLIError: ``--launcher mpi``/``slurm`` outside
-            mpirun/srun.
+        local_rank: ``--local-rank``: becomes ``LOCAL_RANK`` unless the launcher set it (mmseg's
+            rule for ``torch.distributed.launch`` without ``--use-env``).
     """
     path = config_file(config)
     cfg = Config.fromfile(path)

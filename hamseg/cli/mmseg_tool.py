@@ -1,10 +1,7 @@
 """Run mmseg 1.2.2's tool scripts, or any Python file, on the adapted stack with hamseg imported:
-``python tools/mmseg_tool.py TOOL ARGS``.
-
-mmseg's scripts import ``mmseg.apis`` first thing, which fails on mmcv-lite before any config's
-``custom_imports`` is read. This front end imports hamseg, refuses inputs the scripts would
-mishandle, turns packaged config names into files, applies the fixes for the scripts' own bugs
-(:mod:`hamseg.compat.mmseg_tool_fixes`) and runs the script with :mod:`runpy`. README.
+``python tools/mmseg_tool.py TOOL ARGS`` (mmseg's scripts import ``mmseg.apis`` first thing,
+which fails on mmcv-lite). It also refuses inputs the scripts would mishandle, resolves packaged
+config names and applies :mod:`hamseg.compat.mmseg_tool_fixes`. README.
 """
 
 from __future__ import annotations

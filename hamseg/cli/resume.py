@@ -1,10 +1,8 @@
 """What ``tools/train.py --resume`` means, so that every start of a requeued job can pass it.
 
-mmengine resumes from ``load_from`` whenever a config sets one: a bare ``--resume`` on a
-fine-tuning config "resumed" the pretrained checkpoint and trained nothing. Here ``--resume PATH``
-resumes from PATH; a bare ``--resume`` (or a config's ``resume=True`` without ``load_from``) from
-the work dir's latest complete checkpoint, or starts a new run (from ``load_from``'s weights).
-docs/robustness.md, "What --resume means".
+mmengine resumes from a config's ``load_from`` (a bare ``--resume`` "resumed" the pretrained
+weights). Here ``--resume PATH`` resumes from PATH, a bare one from the work dir's latest complete
+checkpoint or starts a new run. docs/robustness.md, "What --resume means".
 """
 
 from __future__ import annotations

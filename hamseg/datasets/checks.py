@@ -1,8 +1,5 @@
-"""Data checks of a config before anything heavy runs, and of every sample of its splits.
-
-:func:`check_dataset_paths` (tools/train.py, tools/test.py) makes every split load through the
-checked transforms and checks folders, split files, class counts and label-free splits;
-:func:`validate_splits` (tools/validate_dataset.py) then loads every sample. docs/robustness.md.
+"""Data checks of a config before anything heavy runs (:func:`check_dataset_paths`), and of every
+sample of its splits (:func:`validate_splits`). docs/robustness.md.
 """
 
 from __future__ import annotations
@@ -194,11 +191,9 @@ def _suffixed_names(dataset_cfg: dict) -> Optional[str]:
 
 
 def check_dataset_paths(cfg: Config, splits: Optional[Sequence[str]] = None) -> None:
-    """:func:`use_checked_loaders`, then every dataset folder and split file of the splits
-    (default: all) must exist (else :class:`DatasetNotFoundError` naming the missing paths of
-    the first dataset with one and the command that prepares it; also for a split file whose
-    names carry the image suffix), then
-    :func:`check_num_classes` and :func:`check_label_free_splits`."""
+    """:func:`use_checked_loaders`, then :class:`DatasetNotFoundError` for a missing folder or
+    split file of the splits (default: all), then :func:`check_num_classes` and
+    :func:`check_label_free_splits`."""
     use_checked_loaders(cfg, splits)
     for split, dataset_cfg in split_datasets(cfg, splits):
         missing = _missing_paths(dataset_cfg)
@@ -286,8 +281,7 @@ def check_num_classes(cfg: Config, splits: Optional[Sequence[str]] = None) -> No
 
 @dataclass
 class DatasetReport:
-    """A split's scan: one message per bad file (naming it); ``same_as``: the earlier split with
-    the same datasets (not read again)."""
+    """A split's scan: one message per bad file; ``same_as``: an earlier split, same datasets."""
 
     split: str
     num_samples: int
@@ -306,10 +300,8 @@ class DatasetReport:
 def validate_splits(
     cfg: Config, splits: Optional[Sequence[str]] = None, workers: int = 1, progress: bool = True
 ) -> list[DatasetReport]:
-    """:func:`check_dataset_paths`, then every sample of the splits (default: all the config
-    defines) through the checked loaders in ``workers`` processes: one report per split, in split
-    order (a split with an earlier one's datasets is not read again). Raises as
-    :func:`check_dataset_paths`, and :class:`DatasetNotFoundError` for a split not defined."""
+    """:func:`check_dataset_paths`, then every sample of the splits (default: all defined)
+    through the checked loaders in ``workers`` processes: one report per split."""
     defined = defined_splits(cfg)
     missing = [s for s in splits or () if s not in defined]
     if missing or not defined:

@@ -50,12 +50,9 @@ def read_image(
     backend_args: Optional[dict] = None,
     what: str = "image",
 ) -> np.ndarray:
-    """Read an image as mmcv's ``LoadImageFromFile`` does (BGR (H, W[, C])), decoding it once.
-
-    ``color_type`` and ``backend`` are mmcv's flag and decoder, ``backend_args`` mmengine's file
-    backend arguments. Raises :class:`InvalidSampleError` naming the ``what`` file when it is
-    missing, unreadable, empty, truncated (JPEG) or undecodable.
-    """
+    """Read an image as mmcv's ``LoadImageFromFile`` does (BGR (H, W[, C])), decoding it once;
+    :class:`InvalidSampleError` naming the ``what`` file if it is missing, unreadable, empty,
+    truncated (JPEG) or undecodable."""
     try:
         data = fileio.get(path, backend_args=backend_args)
     except FileNotFoundError:
@@ -105,8 +102,7 @@ def read_image_rgb(path: str, backend_args: Optional[dict] = None) -> np.ndarray
 def read_label(
     path: str, backend: str = "pillow", backend_args: Optional[dict] = None
 ) -> np.ndarray:
-    """Read a label map with its raw values (no uint8 cast; palette PNGs as indices), squeezed
-    like mmseg does; raises :class:`InvalidSampleError` as :func:`read_image`."""
+    """Read a label map with its raw values (palette PNGs as indices); as :func:`read_image`."""
     return read_image(path, "unchanged", backend, backend_args, "label").squeeze()
 
 
