@@ -35,6 +35,7 @@ for precision in fp32 fp16 bf16; do  # a full-size ham_voc iteration and HamHead
     --out "$OUT/train_iter/$precision.json"
 done
 step "$PY" tools/benchmark_segnext.py --device cuda --out-dir "$OUT/segnext"
+"$PY" -c "import hamseg; from hamseg.apis.demo import ensure_data; ensure_data('data/context_shapes')"  # val split
 step "$PY" tools/benchmark_deploy.py --out-dir "$OUT/deploy"  # ONNX Runtime's CPU provider
 (IFS=,; echo "[${steps[*]}]") > "$OUT/steps.json"
 "$PY" -m hamseg.benchmark.gpu_check "$OUT"
