@@ -78,7 +78,8 @@ def merge_cfg_options(cfg: Config, options: dict, merge: Callable = Config.merge
     """``--cfg-options``: ``merge(cfg, options, *args)``; ``data_root=PATH`` also moves every
     dataset that had the variable's old value (copied into each when the file was read);
     ``max_iters=N`` also sets ``train_cfg.max_iters`` and moves the ``by_epoch=False`` scheduler
-    ends, ``val_interval`` and checkpoint interval that had the old value: one schedule knob.
+    ends, ``val_interval`` and checkpoint interval that had the old value (a warm-up that no
+    longer fits becomes a tenth of the run): one schedule knob.
     ``merge``: mmengine's, or the original when it is patched to call this."""
     old, train = cfg.get("data_root"), cfg.get("train_cfg") or {}
     old_iters = cfg.get("max_iters", train.get("max_iters"))
@@ -92,6 +93,13 @@ def merge_cfg_options(cfg: Config, options: dict, merge: Callable = Config.merge
         for node, key in [(train, "max_iters"), *places]:
             if node.get(key) == old_iters:
                 node[key] = options["max_iters"]
+        n, warm = options["max_iters"], max(1, options["max_iters"] // 10)
+        for sched in (s for s in schedulers if s.get("by_epoch") is False):
+            # a warm-up as long as the new run: a tenth of it (mmengine needs begin < end)
+            if sched.get("end", 0) > n:
+                sched["end"] = warm
+            if sched.get("begin", 0) >= n:
+                sched["begin"] = warm
     new, moved = options.get("data_root"), "data_root" not in options
     for _, dataset in split_datasets(cfg, SPLITS) if not moved else ():
         if old is not None and dataset.get("data_root") == old:

@@ -38,6 +38,9 @@ def test_one_knob_moves_loop_schedule_and_intervals_and_a_mismatch_is_refused():
     check_schedule(cfg, allow_mismatch=True)
     tiny = build_config(TINY_FCN, {"max_iters": 7})  # no max_iters variable: train_cfg's value
     assert tiny.train_cfg.max_iters == tiny.param_scheduler[0]["end"] == 7
+    short = build_config(CUSTOM, {"max_iters": 2})  # shorter than the 20-iteration warm-up
+    assert [(s["begin"], s["end"]) for s in short.param_scheduler] == [(0, 1), (0, 2)]
+    check_schedule(short)
 
 
 def test_resuming_a_complete_run_says_so(tmp_path):
