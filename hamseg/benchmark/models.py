@@ -177,7 +177,7 @@ def train_iter(
     def head_step() -> None:
         with optim_wrapper.optim_context(model):
             losses = model.decode_head.loss(feats, batch_in["data_samples"], model.train_cfg)
-        sum(v for k, v in losses.items() if "loss" in k).backward()
+        model.parse_losses(losses)[0].backward()  # the sum train_step back-propagates
 
     head_times, _ = timed(head_step)
     result = dict(config=osp.relpath(osp.abspath(config), REPO), batch_size=batch, size=size)

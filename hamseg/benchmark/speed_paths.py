@@ -20,7 +20,8 @@ from .measure import alternate, spread, table
 @contextmanager
 def _paths(block: Hamburger, pointwise: bool, fused: bool) -> Iterator[None]:
     saved = PointwiseConv.enabled, block.fast_path_min_positions
-    PointwiseConv.enabled, block.fast_path_min_positions = pointwise, (1024 if fused else None)
+    threshold = Hamburger.fast_path_min_positions if fused else None  # the class default
+    PointwiseConv.enabled, block.fast_path_min_positions = pointwise, threshold
     try:
         yield
     finally:
