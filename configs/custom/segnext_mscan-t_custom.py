@@ -27,7 +27,9 @@ model = dict(
         in_index=[1, 2, 3],
         channels=256,
         ham_channels=256,
-        ham_cfg=dict(type="NMF", S=1, R=16, train_steps=6, eval_steps=7, eval_seed=0, eval_draws=8),
+        ham_cfg=dict(
+            type="NMF", S=1, R=16, train_steps=6, eval_steps=7, eval_seed=0, eval_draws=12
+        ),
         dropout_ratio=0.1,
         num_classes={{_base_.num_classes}},
         norm_cfg=dict(type="GN", num_groups=32, requires_grad=True),

@@ -7,7 +7,7 @@ demo_name = "HamHead-CD"
 model = dict(
     decode_head=dict(
         ham_cfg=dict(
-            type="CD", R=16, train_steps=6, eval_steps=6, inv_t=10, eval_seed=0, eval_draws=8
+            type="CD", R=16, train_steps=6, eval_steps=6, inv_t=10, eval_seed=0, eval_draws=12
         )
     )
 )

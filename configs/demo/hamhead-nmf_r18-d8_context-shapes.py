@@ -8,7 +8,7 @@ model = dict(
         in_index=3,
         ham_channels=128,
         channels=128,
-        ham_cfg=dict(type="NMF", R=16, train_steps=6, eval_steps=6, eval_seed=0, eval_draws=8),
+        ham_cfg=dict(type="NMF", R=16, train_steps=6, eval_steps=6, eval_seed=0, eval_draws=12),
         variant="release",
         dropout_ratio=0.1,
         num_classes={{_base_.num_classes}},

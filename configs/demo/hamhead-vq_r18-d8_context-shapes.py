@@ -6,7 +6,7 @@ demo_name = "HamHead-VQ"
 model = dict(
     decode_head=dict(
         ham_cfg=dict(
-            type="VQ", R=16, train_steps=6, eval_steps=6, inv_t=10, eval_seed=0, eval_draws=8
+            type="VQ", R=16, train_steps=6, eval_steps=6, inv_t=10, eval_seed=0, eval_draws=12
         )
     )
 )

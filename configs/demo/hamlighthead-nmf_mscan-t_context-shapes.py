@@ -5,6 +5,8 @@ demo_name = "SegNeXt-T HamLightHead"
 model = dict(
     decode_head=dict(
         type="HamLightHead",
-        ham_cfg=dict(type="NMF", S=1, R=16, train_steps=6, eval_steps=7, eval_seed=0, eval_draws=8),
+        ham_cfg=dict(
+            type="NMF", S=1, R=16, train_steps=6, eval_steps=7, eval_seed=0, eval_draws=12
+        ),
     )
 )

@@ -2,7 +2,7 @@
 # decode head switched to hamseg's HamLightHead (same structure and parameter names as mmseg's
 # LightHamHead: mmseg's checkpoints load strictly). The ham: NMF r = 16, 6 train / 7 eval steps as
 # SegNeXt configures it, with the paper's one-step gradient; evaluation averages the
-# reconstructions of 8 seeded dictionaries (eval_seed=0, eval_draws=8: every test of one
+# reconstructions of 12 seeded dictionaries (eval_seed=0, eval_draws=12: every test of one
 # checkpoint gives the same mIoU, and another seed moves it little; docs/evaluation.md).
 # Data: data/README.md, "ADE20K". docs/segnext.md.
 _base_ = ["mmseg::segnext/segnext_mscan-l_1xb16-adamw-160k_ade20k-512x512.py"]
@@ -19,7 +19,7 @@ model = dict(
             eval_steps=7,
             grad="one_step",
             eval_seed=0,
-            eval_draws=8,
+            eval_draws=12,
         ),
     )
 )

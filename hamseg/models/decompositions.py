@@ -4,6 +4,11 @@ Geng et al., ICLR 2021: Sec. 2.2.2, App. B (CD), Sec. 2.3 (one-step gradient, Eq
 (initialisation, temperature, K), in the paper's layout: X (B*S, D, N), the dictionary D
 (B*S, D, R), the codes C (B*S, R, N), the reconstruction D C (Eq. 7). Where the paper is silent
 the authors' release is followed (eps 1e-6, update order, NMF's code init).
+
+An evaluation with ``eval_draws`` = K runs K decompositions of the same X side by side: the
+dictionary is (B*S, D, K*R) and the codes (B*S, K*R, N), so every product with X is one product
+for all K draws, and only the r x r products and the softmax over R are taken draw by draw
+(the ``_per_draw`` helpers; with K = 1 they are the plain products).
 """
 
 from __future__ import annotations
@@ -138,11 +143,13 @@ class MatrixDecomposition2D(nn.Module):
         device: torch.device | None = None,
         dtype: torch.dtype | None = None,
         generator: torch.Generator | None = None,
+        atoms: int | None = None,
     ) -> Tensor:
-        """A random dictionary (batch, D, R) with unit columns (L2 along D)."""
+        """A random dictionary (batch, D, R) with unit columns (L2 along D); ``atoms`` columns
+        instead of R if given."""
         draw = torch.rand if self.init_distribution == "uniform" else torch.randn
-        bases = draw((batch, D, self.R), generator=generator, device=device, dtype=dtype)
-        return F.normalize(bases, dim=1)
+        shape = (batch, D, atoms or self.R)
+        return F.normalize(draw(shape, generator=generator, device=device, dtype=dtype), dim=1)
 
     def _fold(self, x: Tensor) -> Tensor:
         """(B, C, H, W) -> X of shape (B*S, D, N); a view when x is contiguous."""
@@ -166,8 +173,9 @@ class MatrixDecomposition2D(nn.Module):
         generator: torch.Generator | None = None,
         draws: int = 1,
     ) -> Tensor:
-        """Initial dictionary (K*B*S, D, R) for X of shape (K*B*S, D, N), in X's dtype; with a
-        ``generator``, K = ``draws`` seeded (S, D, R) draws, each shared by the batch."""
+        """Initial dictionary (B*S, D, K*R) for X of shape (B*S, D, N), in X's dtype: K =
+        ``draws`` dictionaries side by side; with a ``generator`` seeded (S, D, R) draws, each
+        shared by the batch."""
         BS, D, _ = x.shape
         if bases is not None:
             if bases.shape != (BS, D, self.R):
@@ -180,10 +188,10 @@ class MatrixDecomposition2D(nn.Module):
             # (S, D, R) -> (B*S, D, R)
             return self.bases.to(x.dtype).repeat(batch, 1, 1)
         if generator is None:
-            return self._draw_bases(BS, D, x.device, x.dtype)
-        # (K, S, D, R) -> (K, B, S, D, R) -> (K*B*S, D, R)
-        shared = self._seeded_bases(D, x, generator, draws)
-        return shared.unsqueeze(1).expand(-1, batch, -1, -1, -1).reshape(BS, D, self.R)
+            return self._draw_bases(BS, D, x.device, x.dtype, atoms=draws * self.R)
+        # (K, S, D, R) -> (S, D, K, R) -> (S, D, K*R) -> (B*S, D, K*R)
+        shared = self._seeded_bases(D, x, generator, draws).permute(1, 2, 0, 3)
+        return shared.reshape(self.S, D, draws * self.R).repeat(batch, 1, 1)
 
     def _seeded_bases(
         self, D: int, x: Tensor, generator: torch.Generator, draws: int = 1
@@ -201,6 +209,22 @@ class MatrixDecomposition2D(nn.Module):
         else:
             generator.set_state(cached[2])
         return cached[1]
+
+    # The K draws side by side: D (B*S, D, K*R), C (B*S, K*R, N); draw k is atoms kR..(k+1)R-1.
+    def _softmax_per_draw(self, logits: Tensor) -> Tensor:
+        """Softmax over each draw's R rows of logits (B*S, K*R, N)."""
+        return logits.reshape(-1, self.R, logits.shape[2]).softmax(dim=1).reshape(logits.shape)
+
+    def _gram_per_draw(self, a: Tensor) -> Tensor:
+        """A_k^T A_k (B*S*K, R, R) of each draw's R columns of A (B*S, M, K*R)."""
+        BS, M, KR = a.shape  # (B*S, M, K*R) -> (B*S*K, M, R)
+        a = a.reshape(BS, M, KR // self.R, self.R).transpose(1, 2).reshape(-1, M, self.R)
+        return torch.bmm(a.transpose(1, 2), a)  # (B*S*K, M, R)^T @ (B*S*K, M, R)
+
+    def _left_per_draw(self, gram: Tensor, a: Tensor) -> Tensor:
+        """G_k A_k (B*S, K*R, M) for G (B*S*K, R, R) and each draw's R rows of A (B*S, K*R, M)."""
+        # (B*S*K, R, R) @ (B*S*K, R, M) -> (B*S*K, R, M)
+        return torch.bmm(gram, a.reshape(-1, self.R, a.shape[2])).reshape(a.shape)
 
     def _iterate(
         self, x: Tensor, bases: Tensor, generator: torch.Generator | None = None
@@ -222,13 +246,12 @@ class MatrixDecomposition2D(nn.Module):
 
     def _solve(self, X: Tensor, batch: int, bases: Tensor | None) -> tuple[Tensor, Tensor]:
         """The factors of X (B*S, D, N): D (B*S, D, R) and C (B*S, R, N); with K = ``eval_draws``
-        > 1 the K draws side by side, (D_1 .. D_K) / K (B*S, D, K*R) and (C_1; ..; C_K)."""
+        > 1 the K draws side by side, (D_1 .. D_K) / K (B*S, D, K*R) and (C_1; ..; C_K)
+        (B*S, K*R, N), whose product is the mean of the K reconstructions."""
         if self.D is not None and X.shape[1] != self.D:
             raise ValueError(f"input gives D={X.shape[1]} but the module was built with D={self.D}")
         random_eval = not self.training and self.init == "random" and bases is None
         draws = self.eval_draws if random_eval else 1
-        # (B*S, D, N) -> (K*B*S, D, N): the K decompositions of every X side by side
-        X = X.repeat(draws, 1, 1) if draws > 1 else X
         generator = self._eval_generator(X.device)  # the dictionary's draw, then the codes'
         dictionary = self._initial_bases(X, batch, bases, generator, draws)
         # Sec. 2.3: with the one-step gradient no graph for the K iterations
@@ -238,9 +261,7 @@ class MatrixDecomposition2D(nn.Module):
         if self.training and self.init == "online":
             self._online_update(dictionary, batch)
         if draws > 1:  # the mean of the K reconstructions: (D_1 .. D_K) / K @ (C_1; ..; C_K)
-            # (K*B*S, D, R) -> (B*S, D, K*R) and (K*B*S, R, N) -> (B*S, K*R, N)
-            dictionary = torch.cat(dictionary.chunk(draws), dim=2) / draws
-            coef = torch.cat(coef.chunk(draws), dim=1)
+            dictionary = dictionary / draws
         return dictionary, coef
 
     def _decompose(self, x: Tensor, bases: Tensor | None) -> Tensor:
@@ -311,33 +332,35 @@ class NMF(MatrixDecomposition2D):
         self, x: Tensor, bases: Tensor, generator: torch.Generator | None = None
     ) -> Tensor:
         """softmax(D^T X) over R (App. F, release), or U(0, 1) draws (``coef_init``)."""
-        BS, _, N = x.shape
+        (BS, _, N), KR = x.shape, bases.shape[2]
         if self.coef_init == "softmax":
-            # (B*S, D, R)^T @ (B*S, D, N) -> (B*S, R, N)
-            return torch.bmm(bases.transpose(1, 2), x).softmax(dim=1)
+            # (B*S, D, K*R)^T @ (B*S, D, N) -> (B*S, K*R, N)
+            return self._softmax_per_draw(torch.bmm(bases.transpose(1, 2), x))
         # drawn as (N, R) matrices, as before the codes took the paper's layout: the same draws
         if generator is None:
-            return torch.rand(BS, N, self.R, device=x.device, dtype=x.dtype).transpose(1, 2)
+            return torch.rand(BS, N, KR, device=x.device, dtype=x.dtype).transpose(1, 2)
         shared = torch.rand(self.S, N, self.R, generator=generator, device=x.device, dtype=x.dtype)
-        return shared.transpose(1, 2).repeat(BS // self.S, 1, 1)  # (S, R, N) -> (B*S, R, N)
+        # (S, R, N) -> (B*S, K*R, N): one draw of codes for every dictionary
+        return shared.transpose(1, 2).repeat(BS // self.S, KR // self.R, 1)
 
     def local_step(
         self, x: Tensor, bases: Tensor, coef: Tensor, aux: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
         """Alg. 2: C <- C (D^T X) / (D^T D C), then D <- D (X C^T) / (D C C^T) (+ eps)."""
         coef = self.compute_coef(x, bases, coef)
-        # (B*S, D, N) @ (B*S, R, N)^T -> (B*S, D, R)
+        # (B*S, D, N) @ (B*S, K*R, N)^T -> (B*S, D, K*R)
         numer = torch.bmm(x, coef.transpose(1, 2))
-        # (B*S, D, R) @ ((B*S, R, N) @ (B*S, R, N)^T) -> (B*S, D, R): D (C C^T), r x r first
-        denom = torch.bmm(bases, torch.bmm(coef, coef.transpose(1, 2)))
+        # D (C C^T) is (C C^T D^T)^T, r x r first: ((B*S*K, R, R) @ (B*S, K*R, D)) -> (B*S, D, K*R)
+        codes_gram = self._gram_per_draw(coef.transpose(1, 2))
+        denom = self._left_per_draw(codes_gram, bases.transpose(1, 2)).transpose(1, 2)
         return bases * numer / (denom + EPS), coef
 
     def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor) -> Tensor:
         """C <- C (D^T X) / (D^T D C + eps)."""
-        # (B*S, D, R)^T @ (B*S, D, N) -> (B*S, R, N)
+        # (B*S, D, K*R)^T @ (B*S, D, N) -> (B*S, K*R, N)
         numer = torch.bmm(bases.transpose(1, 2), x)
-        # ((B*S, D, R)^T @ (B*S, D, R)) @ (B*S, R, N) -> (B*S, R, N): (D^T D) C, r x r first
-        denom = torch.bmm(torch.bmm(bases.transpose(1, 2), bases), coef)
+        # (D^T D) C per draw, r x r first: (B*S*K, R, R) @ (B*S, K*R, N) -> (B*S, K*R, N)
+        denom = self._left_per_draw(self._gram_per_draw(bases), coef)
         return coef * numer / (denom + EPS)
 
 
@@ -349,12 +372,12 @@ class _SoftClustering(MatrixDecomposition2D):
         return _column_scale(x, self.inv_t, 1e-12)
 
     def assign(self, x: Tensor, bases: Tensor, scale: Tensor | None = None) -> Tensor:
-        """C = softmax(inv_t * cosine(D, X)) over R, (B*S, R, N): D_unit^T X times ``scale`` =
+        """C = softmax(inv_t * cosine(D, X)) over R, (B*S, K*R, N): D_unit^T X times ``scale`` =
         inv_t / ||x_n|| (:meth:`precompute`)."""
         scale = self.precompute(x) if scale is None else scale
-        # (B*S, D, R)^T @ (B*S, D, N) -> (B*S, R, N)
+        # (B*S, D, K*R)^T @ (B*S, D, N) -> (B*S, K*R, N)
         logits = torch.bmm(F.normalize(bases, dim=1, eps=EPS).transpose(1, 2), x)
-        return (logits * scale).softmax(dim=1)
+        return self._softmax_per_draw(logits * scale)
 
 
 def _column_scale(x: Tensor, inv_t: float, eps: float) -> Tensor:
@@ -377,7 +400,7 @@ class VQ(_SoftClustering):
     ) -> tuple[Tensor, Tensor]:
         """Alg. 1: C <- softmax(inv_t cosine(D, X)), D <- X C^T diag(C 1_n)^-1 (eps 1e-6)."""
         coef = self.assign(x, bases, aux)
-        # (B*S, D, N) @ (B*S, R, N)^T -> (B*S, D, R), column r over sum_n C_rn: cluster means
+        # (B*S, D, N) @ (B*S, K*R, N)^T -> (B*S, D, K*R), column r over sum_n C_rn: cluster means
         return torch.bmm(x, coef.transpose(1, 2)) / (coef.sum(dim=2).unsqueeze(1) + EPS), coef
 
     def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor | None) -> Tensor:
@@ -411,16 +434,16 @@ class CD(_SoftClustering):
     ) -> tuple[Tensor, Tensor]:
         """Alg. 3: C <- softmax(inv_t cosine(D, X)), D <- normalize(X C^T)."""
         coef = self.assign(x, bases, aux)
-        # (B*S, D, N) @ (B*S, R, N)^T -> (B*S, D, R), unit columns
+        # (B*S, D, N) @ (B*S, K*R, N)^T -> (B*S, D, K*R), unit columns
         return F.normalize(torch.bmm(x, coef.transpose(1, 2)), dim=1, eps=EPS), coef
 
     def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor | None) -> Tensor:
         """C = (D^T D + beta I)^-1 D^T X."""
         ridge = torch.eye(self.R, device=x.device, dtype=x.dtype) * self.beta
-        # (B*S, D, R)^T @ (B*S, D, R) -> (B*S, R, R), + beta I out of place: an ONNX export
-        # loses an in-place write into a view such as the diagonal
-        gram = torch.bmm(bases.transpose(1, 2), bases) + ridge
-        # (B*S, D, R)^T @ (B*S, D, N) -> (B*S, R, N)
+        # D_k^T D_k (B*S*K, R, R) + beta I out of place: an ONNX export loses an in-place write
+        # into a view such as the diagonal
+        gram = self._gram_per_draw(bases) + ridge
+        # (B*S, D, K*R)^T @ (B*S, D, N) -> (B*S, K*R, N) -> (B*S*K, R, N)
         rhs = torch.bmm(bases.transpose(1, 2), x)
-        # (B*S, R, R)^-1 @ (B*S, R, N) -> (B*S, R, N)
-        return ridge_solve(gram, rhs)
+        # (B*S*K, R, R)^-1 @ (B*S*K, R, N) -> (B*S*K, R, N) -> (B*S, K*R, N)
+        return ridge_solve(gram, rhs.reshape(-1, self.R, rhs.shape[2])).reshape(rhs.shape)

@@ -262,7 +262,7 @@ def test_dynamic_export_has_a_static_class_dimension_and_the_runner_metadata(nmf
     assert info["mean"] == [123.675, 116.28, 103.53] and info["std"] == [58.395, 57.12, 57.375]
     assert info["classes"][:2] == ["background", "red team"] and len(info["palette"]) == 7
     assert info["ham"] == dict(
-        type="NMF", R=16, train_steps=6, eval_steps=6, eval_seed=0, eval_draws=8
+        type="NMF", R=16, train_steps=6, eval_steps=6, eval_seed=0, eval_draws=12
     )
     assert info["resize"] is None and info["pad"] == dict(size=None, size_divisor=None)
     assert info["hamseg_version"] == hamseg.__version__

@@ -269,8 +269,8 @@ def test_v1c_variant_only_changes_the_backbone_weights(voc):
 
 
 #: Each ablation config: the ham_cfg it must have (everything else equal to its base).
-#: Every recipe evaluates with the mean of 8 seeded draws (docs/evaluation.md).
-EVAL = dict(eval_seed=0, eval_draws=8)
+#: Every recipe evaluates with the mean of 12 seeded draws (docs/evaluation.md).
+EVAL = dict(eval_seed=0, eval_draws=12)
 NMF = dict(type="NMF", S=1, R=64, train_steps=6, eval_steps=6, inv_t=1, init="random",
            grad="one_step", **EVAL)  # fmt: skip
 CD = dict(type="CD", S=1, R=64, train_steps=6, eval_steps=6, inv_t=100, beta=0.1, eta=0.9,

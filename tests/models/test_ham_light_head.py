@@ -190,7 +190,14 @@ def test_mmseg_ham_kwargs_map_to_hamseg_nmf():
         dict(MD_S=1, MD_R=16, train_steps=6, eval_steps=7, inv_t=100, rand_init=True)
     )
     assert cfg == dict(
-        type="NMF", S=1, R=16, train_steps=6, eval_steps=7, init="random", eval_seed=0, eval_draws=8
+        type="NMF",
+        S=1,
+        R=16,
+        train_steps=6,
+        eval_steps=7,
+        init="random",
+        eval_seed=0,
+        eval_draws=12,
     )
     assert ham_cfg_from_kwargs(dict(rand_init=False))["init"] == "fixed"
     assert ham_cfg_from_kwargs({})["R"] == 64  # mmseg's defaults
@@ -213,7 +220,7 @@ def test_an_mmseg_config_switches_by_changing_only_the_type():
         7,
         "one_step",
         0,
-        8,
+        12,
     )
     inputs = features(size=128)  # seeded evaluation from the one-word switch
     with torch.no_grad():

@@ -1,7 +1,7 @@
 """How much one checkpoint's mIoU depends on the ham's random dictionary (any mmseg config).
 
-    python tools/analysis/eval_variance.py CONFIG CHECKPOINT --seeds 0 1 2 3 4 --draws 1 8 --runs 10
-    python tools/analysis/eval_variance.py CONFIG CHECKPOINT --runs 5     # random evaluations only
+    python tools/analysis/eval_variance.py CONFIG CKPT --seeds 0 1 2 3 4 --draws 1 12 --runs 10
+    python tools/analysis/eval_variance.py CONFIG CKPT --runs 5     # random evaluations only
 
 --seeds: one timed evaluation per eval_seed and ensemble size K (--draws, default the config's
 eval_draws); --runs: evaluations with new dictionaries at every forward (eval_seed=None, one

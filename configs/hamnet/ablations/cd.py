@@ -17,7 +17,7 @@ model = dict(
             init="online",
             grad="one_step",
             eval_seed=0,
-            eval_draws=8,
+            eval_draws=12,
         )
     )
 )

@@ -14,7 +14,7 @@ model = dict(
             init="random",
             grad="one_step",
             eval_seed=0,
-            eval_draws=8,
+            eval_draws=12,
         )
     )
 )
