@@ -4,11 +4,8 @@ Geng et al., ICLR 2021: Sec. 2.2.2, App. B (CD), Sec. 2.3 (one-step gradient, Eq
 (initialisation, temperature, K), in the paper's layout: X (B*S, D, N), the dictionary D
 (B*S, D, R), the codes C (B*S, R, N), the reconstruction D C (Eq. 7). Where the paper is silent
 the authors' release is followed (eps 1e-6, update order, NMF's code init).
-
-An evaluation with ``eval_draws`` = K runs K decompositions of the same X side by side: the
-dictionary is (B*S, D, K*R) and the codes (B*S, K*R, N), so every product with X is one product
-for all K draws, and only the r x r products and the softmax over R are taken draw by draw
-(the ``_per_draw`` helpers; with K = 1 they are the plain products).
+With ``eval_draws`` = K the K decompositions of X run side by side, D (B*S, D, K*R) and C
+(B*S, K*R, N): one product with X for all draws; r x r products and softmax per draw.
 """
 
 from __future__ import annotations
@@ -145,8 +142,7 @@ class MatrixDecomposition2D(nn.Module):
         generator: torch.Generator | None = None,
         atoms: int | None = None,
     ) -> Tensor:
-        """A random dictionary (batch, D, R) with unit columns (L2 along D); ``atoms`` columns
-        instead of R if given."""
+        """A random dictionary (batch, D, atoms or R) with unit columns (L2 along D)."""
         draw = torch.rand if self.init_distribution == "uniform" else torch.randn
         shape = (batch, D, atoms or self.R)
         return F.normalize(draw(shape, generator=generator, device=device, dtype=dtype), dim=1)
@@ -173,9 +169,8 @@ class MatrixDecomposition2D(nn.Module):
         generator: torch.Generator | None = None,
         draws: int = 1,
     ) -> Tensor:
-        """Initial dictionary (B*S, D, K*R) for X of shape (B*S, D, N), in X's dtype: K =
-        ``draws`` dictionaries side by side; with a ``generator`` seeded (S, D, R) draws, each
-        shared by the batch."""
+        """Initial dictionary (B*S, D, K*R) for X (B*S, D, N) in X's dtype, K = ``draws`` side by
+        side; with a ``generator`` seeded (S, D, R) draws, each shared by the batch."""
         BS, D, _ = x.shape
         if bases is not None:
             if bases.shape != (BS, D, self.R):
