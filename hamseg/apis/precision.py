@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from torch import nn
@@ -80,13 +81,25 @@ def miou(confusion: np.ndarray) -> float:
     return float(100 * np.mean(inter[union > 0] / union[union > 0]))
 
 
-def compare(fp32: str, other: str, precision: str, batches: list, ignore: int = 255) -> Agreement:
-    """:class:`Agreement` of ``other`` with ``fp32`` on ``batches`` (:func:`val_batches`)."""
-    sessions = [onnx_session(fp32), onnx_session(other)]
-    k = sessions[0].get_outputs()[0].shape[1]
+def _argmax(session: Any, batches: list) -> list[np.ndarray]:
+    return [session.run(None, {"input": x})[0][0].argmax(0) for x, _ in batches]
+
+
+def predictions(path: str, batches: list) -> list[np.ndarray]:
+    """The argmax (H, W) of the graph at ``path`` for each of ``batches`` (:func:`val_batches`)."""
+    return _argmax(onnx_session(path), batches)
+
+
+def compare(
+    fp32: str | list[np.ndarray], other: str, precision: str, batches: list, ignore: int = 255
+) -> Agreement:
+    """:class:`Agreement` of ``other`` with ``fp32`` on ``batches`` (:func:`val_batches`);
+    ``fp32``: the graph's path, or its :func:`predictions` when several graphs are compared."""
+    session = onnx_session(other)
+    k = session.get_outputs()[0].shape[1]
+    reference = predictions(fp32, batches) if isinstance(fp32, str) else fp32
     confusion, same, total, worst = np.zeros((2, k, k), np.int64), 0, 0, 1.0
-    for x, gt in batches:
-        preds = [s.run(None, {"input": x})[0][0].argmax(0) for s in sessions]
+    for (_, gt), *preds in zip(batches, reference, _argmax(session, batches)):
         agree = preds[0] == preds[1]
         same, total, worst = same + agree.sum(), total + agree.size, min(worst, agree.mean())
         valid = gt != ignore

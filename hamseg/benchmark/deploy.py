@@ -11,7 +11,7 @@ import torch
 
 from hamseg.apis import init_model
 from hamseg.apis.export import export_onnx, onnx_session
-from hamseg.apis.precision import PRECISIONS, compare, convert, val_batches
+from hamseg.apis.precision import PRECISIONS, compare, convert, predictions, val_batches
 
 from .measure import alternate
 from .models import resolve
@@ -37,7 +37,8 @@ def latency(
         files |= {p: osp.join(tmp, f"{p}.onnx") for p in PRECISIONS}
         for p in PRECISIONS:
             convert(files["fp32"], files[p], p, [b for b, _ in batches])
-        quality = {p: compare(files["fp32"], f, p, batches) for p, f in files.items()}
+        reference = predictions(files["fp32"], batches)  # once for all four
+        quality = {p: compare(reference, f, p, batches) for p, f in files.items()}
         for n in threads:
             torch.set_num_threads(n)
             run = lambda s: lambda: s.run(None, {"input": x.numpy()})  # noqa: E731

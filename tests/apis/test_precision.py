@@ -11,7 +11,7 @@ import pytest
 
 from hamseg.apis import init_model
 from hamseg.apis.export import export_onnx
-from hamseg.apis.precision import compare, convert, miou, val_batches
+from hamseg.apis.precision import compare, convert, miou, predictions, val_batches
 from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
 from tests.apis.test_export import EXPORT, NMF
 from tests.helpers import make_checkpoint, one_thread  # noqa: F401  (fixture)
@@ -50,6 +50,7 @@ def test_each_precision_is_converted_and_compared_on_the_val_split(setup):
     assert batches[0][1].shape == (48, 48) and batches[0][1].max() < 7
     same = compare(setup["fp32"], setup["fp32"], "fp32", batches)
     assert same.agreement == same.worst == 1.0 and same.miou == same.miou_fp32
+    reference = predictions(setup["fp32"], batches)  # fp32 run once, reused
     ops = {}
     for precision in ("fp16", "int8", "int8-static"):
         out = str(setup["tmp"] / f"{precision}.onnx")
@@ -59,6 +60,7 @@ def test_each_precision_is_converted_and_compared_on_the_val_split(setup):
         meta = {p.key: p.value for p in model.metadata_props}
         assert meta["precision"] == precision and json.loads(meta["hamseg"])["ham"]["type"] == "NMF"
         result = compare(setup["fp32"], out, precision, batches)
+        assert compare(reference, out, precision, batches) == result
         assert 0.5 < result.agreement <= 1 and result.worst <= result.agreement
         assert result.miou_fp32 == same.miou and result.line().startswith(f"{precision}: argmax")
     assert "Cast" in ops["fp16"] and "ConvInteger" in ops["int8"]
