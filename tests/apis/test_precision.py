@@ -42,6 +42,24 @@ def test_miou_of_a_confusion_matrix():
     assert miou(confusion) == pytest.approx(100 * (3 / 4 + 2 / 3) / 2)
 
 
+def test_miou_counts_classes_as_mmseg_iou_metric_does():
+    """Class 4 absent from labels and predictions (left out), class 3 only predicted (IoU 0)."""
+    import torch
+    from mmseg.evaluation.metrics import IoUMetric
+
+    rng = np.random.default_rng(3)
+    label = rng.integers(0, 3, (13, 11))
+    label[0, :4] = 255  # ignored
+    pred = np.where(rng.random((13, 11)) < 0.3, rng.integers(0, 4, (13, 11)), label)
+    keep = label != 255
+    confusion = np.zeros((5, 5), np.int64)
+    np.add.at(confusion, (label[keep], pred[keep]), 1)
+    areas = IoUMetric.intersect_and_union(torch.from_numpy(pred), torch.from_numpy(label), 5, 255)
+    iou = IoUMetric.total_area_to_metrics(*areas, ["mIoU"])["IoU"]
+    assert np.isnan(iou[4]) and iou[3] == 0
+    assert miou(confusion) == pytest.approx(100 * np.nanmean(iou))
+
+
 def test_each_precision_is_converted_and_compared_on_the_val_split(setup):
     import onnx
 
