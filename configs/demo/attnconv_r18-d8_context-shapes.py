@@ -9,12 +9,9 @@ model = dict(
         in_index=3,
         attn_channels=128,
         channels=128,
-        num_heads=8,
-        key_dim=16,
-        value_dim=16,
-        with_mu=True,
-        window=None,
-        index_heads=True,
+        attn_cfg=dict(
+            num_heads=8, key_dim=16, value_dim=16, with_mu=True, window=None, index_heads=True
+        ),
         dropout_ratio=0.1,
         num_classes={{_base_.num_classes}},
         norm_cfg={{_base_.norm_cfg}},

@@ -27,47 +27,23 @@ class AttnConvHead(BaseDecodeHead):
 
     Args:
         attn_channels: C, channels of the AttnConv block (squeeze's output).
-        num_heads: K content heads (Eq. 8-10); 0 for index heads only.
-        key_dim: D, rank of Lambda_k (Eq. 9).
-        value_dim: D_v, rank of Theta_k (Eq. 10); defaults to D.
-        with_mu, with_nu, with_xi: the affine terms of Eq. 8 (nu and xi are inert under the
-            column softmax, see :mod:`hamseg.models.attn_conv`).
-        window: None (global attention) or the half-width w of the local mask H (Def. 3).
-        index_heads: add the 9 shift heads of a 3x3 grid (Def. 1).
+        attn_cfg: :class:`~hamseg.models.attn_conv.AttnConv`'s options (``num_heads``,
+            ``key_dim``, ``value_dim``, ``with_mu``/``nu``/``xi``, ``window``, ``index_heads``;
+            Eq. 8-10, Def. 1-3); its defaults where left out.
         **kwargs: :class:`BaseDecodeHead` arguments (``in_channels``, ``channels``,
             ``num_classes``, ``norm_cfg``, ``act_cfg``, ...); the block uses the head's
             ``norm_cfg`` and ``act_cfg``.
     """
 
     def __init__(
-        self,
-        attn_channels: int = 512,
-        num_heads: int = 8,
-        key_dim: int = 64,
-        value_dim: int | None = None,
-        with_mu: bool = True,
-        with_nu: bool = False,
-        with_xi: bool = False,
-        window: int | None = None,
-        index_heads: bool = True,
-        **kwargs: Any,
+        self, attn_channels: int = 512, attn_cfg: dict | None = None, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         conv_kwargs = dict(
             padding=1, conv_cfg=self.conv_cfg, norm_cfg=self.norm_cfg, act_cfg=self.act_cfg
         )
         self.squeeze = ConvModule(self.in_channels, attn_channels, 3, **conv_kwargs)
-        self.attn_conv = AttnConv(
-            attn_channels,
-            num_heads=num_heads,
-            key_dim=key_dim,
-            value_dim=value_dim,
-            with_mu=with_mu,
-            with_nu=with_nu,
-            with_xi=with_xi,
-            window=window,
-            index_heads=index_heads,
-        )
+        self.attn_conv = AttnConv(attn_channels, **(attn_cfg or {}))
         self.attn_norm: nn.Module = nn.Identity()
         if self.norm_cfg:
             self.attn_norm = build_norm_layer(self.norm_cfg, attn_channels)[1]

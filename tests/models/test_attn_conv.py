@@ -198,8 +198,8 @@ def test_head_from_demo_config_trains():
 
 def test_head_block_is_skip_norm_act():
     head = AttnConvHead(
-        attn_channels=8, num_heads=2, key_dim=4, in_channels=5, channels=6, num_classes=3,
-        norm_cfg=dict(type="BN", requires_grad=True), window=2,
+        attn_channels=8, attn_cfg=dict(num_heads=2, key_dim=4, window=2), in_channels=5,
+        channels=6, num_classes=3, norm_cfg=dict(type="BN", requires_grad=True),
     ).eval()  # fmt: skip
     x = torch.randn(1, 5, 5, 7)
     z = head.squeeze(x)
