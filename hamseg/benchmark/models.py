@@ -8,7 +8,6 @@ import os
 import os.path as osp
 import resource
 import statistics
-import time
 from collections.abc import Sequence
 from typing import Any, Callable
 
@@ -142,8 +141,8 @@ def train_iter(
 ) -> dict[str, Any]:  # fmt: skip
     """``iters`` ``train_step`` of ``config`` on ``batch_size`` (default: the config's) images of
     ``size``^2, then as many of the decode head alone (loss fwd+bwd on features kept from one
-    forward); fp16/bf16: AmpOptimWrapper. Memory: CUDA peak, or RSS before and the process's
-    peak (``ru_maxrss``: run it in a fresh process)."""
+    forward), each timed by :func:`~.measure.time_fn`; fp16/bf16: AmpOptimWrapper. Memory:
+    CUDA peak, or RSS before and the process's peak (``ru_maxrss``: run it in a fresh process)."""
     dev = torch.device(device)
     model, _, cfg = build_for_training(config, size, dev)
     wrapper = copy.deepcopy(cfg.optim_wrapper)
@@ -156,19 +155,10 @@ def train_iter(
     data = synthetic_batch(batch, size, model.decode_head.num_classes)
     with open("/proc/self/statm") as f:
         rss_before = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / MIB
-    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
-
-    def timed(step: Callable[[], Any]) -> tuple[list[float], list[Any]]:
-        times, outs = [], []
-        for _ in range(iters):
-            sync()
-            start = time.perf_counter()
-            outs.append(step())
-            sync()
-            times.append(time.perf_counter() - start)
-        return times, outs
-
-    times, losses = timed(lambda: model.train_step(data, optim_wrapper)["loss"].item())
+    losses: list[float] = []
+    times = time_fn(
+        lambda: losses.append(model.train_step(data, optim_wrapper)["loss"].item()), dev, iters, 0
+    )
     peak_cuda = torch.cuda.max_memory_allocated(dev) / MIB if dev.type == "cuda" else None
     batch_in = model.data_preprocessor(data, True)
     with torch.no_grad(), optim_wrapper.optim_context(model):
@@ -176,10 +166,10 @@ def train_iter(
 
     def head_step() -> None:
         with optim_wrapper.optim_context(model):
-            losses = model.decode_head.loss(feats, batch_in["data_samples"], model.train_cfg)
-        model.parse_losses(losses)[0].backward()  # the sum train_step back-propagates
+            terms = model.decode_head.loss(feats, batch_in["data_samples"], model.train_cfg)
+        model.parse_losses(terms)[0].backward()  # the sum train_step back-propagates
 
-    head_times, _ = timed(head_step)
+    head_times = time_fn(head_step, dev, iters, 0)
     result = dict(config=osp.relpath(osp.abspath(config), REPO), batch_size=batch, size=size)
     result.update(iters=iters, seconds_per_iter=times, loss=losses, head_seconds=head_times)
     result.update(device=device, precision=precision, peak_cuda_mib=peak_cuda)
