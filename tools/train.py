@@ -49,6 +49,11 @@ def parse_args() -> argparse.Namespace:
         "--amp", action="store_true", help="mixed precision (fp16 on GPU, bf16 autocast on CPU)"
     )
     parser.add_argument(
+        "--amp-dtype",
+        choices=("float16", "bfloat16"),
+        help="--amp with this dtype (bfloat16: no loss scaler; the faster one on an H200)",
+    )
+    parser.add_argument(
         "--cfg-options", nargs="+", action=DictAction, help="override config keys: key=value"
     )
     parser.add_argument(
@@ -67,8 +72,8 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     cfg = build_config(args.config, args.cfg_options, args.work_dir, args.launcher, args.local_rank)
-    if args.amp:
-        enable_amp(cfg)
+    if args.amp or args.amp_dtype:
+        enable_amp(cfg, args.amp_dtype)
     check_schedule(cfg, args.allow_schedule_mismatch)
     done = finished_run(cfg, apply_resume(cfg, args.resume))
     if done:

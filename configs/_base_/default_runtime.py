@@ -13,3 +13,5 @@ log_level = "INFO"
 load_from = None
 resume = False
 tta_model = dict(type="SegTTAModel")
+# channels_last weights on CUDA (1.2-1.35x faster iterations, docs/gpu.md); a no-op on the CPU
+custom_hooks = [dict(type="mmseg.ChannelsLastHook")]

@@ -61,6 +61,7 @@ def _count(row: dict, spec: Spec, st: Settings, module: nn.Module, x: Tensor, gr
     row["macs_hand_rel_diff"] = row["macs_products"] / row["macs_hand"]["total"] - 1.0
     row["macs_run"] = M.count_run_macs(module, x)
     fast = st.shape[2] * st.shape[3] >= Hamburger.fast_path_min_positions
+    fast = fast and st.device.type in Hamburger.fast_path_devices
     row["macs_run_hand"] = M.hamburger_macs(*args, path="fast" if fast else "module")["total"]
 
 

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
+from hamseg.models import cuda_graphs
 from hamseg.utils.errors import UsageError
 
 MIB = 2**20
@@ -203,8 +204,8 @@ class _RunFlops(TorchDispatchMode):
 def count_run_macs(module: nn.Module, x: Tensor) -> int:
     """MACs of one inference call (eval, no autograd) as it runs."""
     module.eval()
-    with torch.no_grad(), _RunFlops() as counter:
-        module(x)
+    with torch.no_grad(), cuda_graphs.disabled(), _RunFlops() as counter:
+        module(x)  # eager: a CUDA graph's capture would run the ham four times
     return counter.flops // 2
 
 

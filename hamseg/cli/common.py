@@ -131,17 +131,23 @@ def add_guard_hooks(cfg: Config) -> list[str]:
     return added
 
 
-def enable_amp(cfg: Config) -> None:
+def enable_amp(cfg: Config, dtype: str | None = None) -> None:
     """mmseg's ``--amp``: fp16 ``AmpOptimWrapper`` with dynamic loss scaling on a GPU, bfloat16
-    ``CPUAmpOptimWrapper`` without one."""
+    ``CPUAmpOptimWrapper`` without one. ``dtype='bfloat16'`` on a GPU: bfloat16 autocast
+    without a loss scaler (bfloat16 has float32's range; the scaler's checks cost 1.2x per
+    iteration on an H200, docs/gpu.md)."""
     wrapper = cfg.optim_wrapper
     if wrapper.get("type", "OptimWrapper") in ("AmpOptimWrapper", "CPUAmpOptimWrapper"):
         print_log("AMP training is already enabled in your config.", "current", logging.WARNING)
         return
     if wrapper.get("type", "OptimWrapper") != "OptimWrapper":
         raise CLIError(f"--amp needs optim_wrapper type OptimWrapper, got {wrapper.type}")
-    if torch.cuda.is_available():
+    if torch.cuda.is_available() and dtype == "bfloat16":
+        wrapper.update(type="AmpOptimWrapper", dtype=dtype, loss_scale=dict(enabled=False))
+    elif torch.cuda.is_available():
         wrapper.update(type="AmpOptimWrapper", loss_scale="dynamic")
+    elif dtype == "float16":
+        wrapper.update(type="CPUAmpOptimWrapper", dtype=dtype, loss_scale="dynamic")
     else:
         wrapper.update(type="CPUAmpOptimWrapper", dtype="bfloat16")
 

@@ -1,7 +1,9 @@
 """Training-engine pieces hamseg registers into mmseg: guard hooks (pre-emption, divergence,
-exact resume), crash-safe checkpoints, CPU mixed precision and CPU multi-process training, TTA."""
+exact resume), crash-safe checkpoints, channels_last on CUDA, CPU mixed precision and CPU
+multi-process training, TTA."""
 
 from .amp import CPUAmpOptimWrapper
+from .channels_last import ChannelsLastHook
 from .checkpoints import AtomicCheckpointHook, find_latest_complete_checkpoint
 from .distributed import setup_cpu_distributed
 from .divergence import DIVERGED_EXIT_CODE, NonFiniteLossHook, TrainingDiverged
@@ -15,6 +17,7 @@ __all__ = [
     "PREEMPTED_EXIT_CODE",
     "AtomicCheckpointHook",
     "CPUAmpOptimWrapper",
+    "ChannelsLastHook",
     "HamSegTTAModel",
     "NonFiniteLossHook",
     "PreemptionHook",

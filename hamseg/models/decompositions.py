@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from mmseg.registry import MODELS
 from torch import Tensor, nn
 
+from hamseg.models import cuda_graphs
 from hamseg.models.ridge_solve import ridge_solve
 from hamseg.models.tracing import outside_trace
 
@@ -60,6 +61,11 @@ class MatrixDecomposition2D(nn.Module):
     init_distribution: str = "normal"
     #: Whether the input must be non-negative (a ReLU precedes the ham, Sec. 2.2.2).
     nonnegative: bool = False
+    #: Whether CUDA inference may replay a captured graph (:mod:`~hamseg.models.cuda_graphs`):
+    #: no step may wait for the device.
+    graphable: bool = True
+    #: Whether the initial codes are random draws (then seeded in eval with ``eval_seed``).
+    random_codes: bool = False
 
     def __init__(
         self,
@@ -157,22 +163,14 @@ class MatrixDecomposition2D(nn.Module):
         x = x.reshape(B * self.S, C // self.S, H * W)
         return x if self.spatial else x.transpose(1, 2)
 
-    def _eval_generator(self, device: torch.device) -> torch.Generator | None:
-        """A generator seeded with ``eval_seed`` in eval mode, or None (the global RNG)."""
-        if self.training or self.eval_seed is None:
-            return None
-        return torch.Generator(device=device).manual_seed(self.eval_seed)
+    @property
+    def seeded(self) -> bool:
+        """Whether this call draws from ``eval_seed`` (eval mode with a seed)."""
+        return not self.training and self.eval_seed is not None
 
-    def _initial_bases(
-        self,
-        x: Tensor,
-        batch: int,
-        bases: Tensor | None,
-        generator: torch.Generator | None = None,
-        draws: int = 1,
-    ) -> Tensor:
+    def _initial_bases(self, x: Tensor, batch: int, bases: Tensor | None, draws: int = 1) -> Tensor:
         """Initial dictionary (B*S, D, K*R) for X (B*S, D, N) in X's dtype, K = ``draws`` side by
-        side; with a ``generator`` seeded (S, D, R) draws, each shared by the batch."""
+        side; when :attr:`seeded`, (S, D, R) draws of ``eval_seed``, each shared by the batch."""
         BS, D, _ = x.shape
         if bases is not None:
             if bases.shape != (BS, D, self.R):
@@ -184,28 +182,36 @@ class MatrixDecomposition2D(nn.Module):
         if self.init != "random":
             # (S, D, R) -> (B*S, D, R)
             return self.bases.to(x.dtype).repeat(batch, 1, 1)
-        if generator is None:
+        if not self.seeded:
             return self._draw_bases(BS, D, x.device, x.dtype, atoms=draws * self.R)
         # (K, S, D, R) -> (S, D, K, R) -> (S, D, K*R) -> (B*S, D, K*R)
-        shared = self._seeded_bases(D, x, generator, draws).permute(1, 2, 0, 3)
+        shared = self._seeded_bases(D, x, draws)[1].permute(1, 2, 0, 3)
         return shared.reshape(self.S, D, draws * self.R).repeat(batch, 1, 1)
 
-    def _seeded_bases(
-        self, D: int, x: Tensor, generator: torch.Generator, draws: int = 1
-    ) -> Tensor:
-        """The K seeded dictionaries (K, S, D, R), drawn once per (seed, K, D, device, dtype) and
-        kept outside the state dict: a trace or an export records them as a constant. The
-        generator is left where the draw leaves it (random initial codes come next)."""
+    def _seeded_bases(self, D: int, x: Tensor, draws: int = 1) -> tuple:
+        """(key, the K seeded dictionaries (K, S, D, R), the generator's state after drawing
+        them), drawn once per (seed, K, D, device, dtype) and kept outside the state dict: a
+        trace or an export records them as a constant, and a CUDA graph's capture creates no
+        generator (:mod:`~hamseg.models.cuda_graphs`)."""
         key = (self.eval_seed, draws, D, x.device, x.dtype)
         cached = self.__dict__.get("_seeded")
         if cached is None or cached[0] != key:
+            generator = torch.Generator(device=x.device).manual_seed(self.eval_seed)
             with outside_trace():  # a constant of the trace, not a random operator
                 shared = self._draw_bases(draws * self.S, D, x.device, x.dtype, generator)
                 cached = (key, shared.reshape(draws, self.S, D, self.R), generator.get_state())
             self.__dict__["_seeded"] = cached
-        else:
-            generator.set_state(cached[2])
-        return cached[1]
+        return cached
+
+    def _codes_generator(self, x: Tensor, seeded_dictionary: bool) -> torch.Generator | None:
+        """The generator of random initial codes (``random_codes``): ``eval_seed``'s, past the
+        seeded dictionary's draw if this call drew one; None: the global RNG."""
+        if not (self.seeded and self.random_codes):
+            return None
+        generator = torch.Generator(device=x.device).manual_seed(self.eval_seed)
+        if seeded_dictionary:
+            generator.set_state(self.__dict__["_seeded"][2])
+        return generator
 
     # The K draws side by side: D (B*S, D, K*R), C (B*S, K*R, N); draw k is atoms kR..(k+1)R-1.
     def _softmax_per_draw(self, logits: Tensor) -> Tensor:
@@ -249,8 +255,8 @@ class MatrixDecomposition2D(nn.Module):
             raise ValueError(f"input gives D={X.shape[1]} but the module was built with D={self.D}")
         random_eval = not self.training and self.init == "random" and bases is None
         draws = self.eval_draws if random_eval else 1
-        generator = self._eval_generator(X.device)  # the dictionary's draw, then the codes'
-        dictionary = self._initial_bases(X, batch, bases, generator, draws)
+        dictionary = self._initial_bases(X, batch, bases, draws)
+        generator = self._codes_generator(X, random_eval and self.seeded)
         # Sec. 2.3: with the one-step gradient no graph for the K iterations
         with torch.set_grad_enabled(torch.is_grad_enabled() and self.grad == "bptt"):
             dictionary, coef = self._iterate(X, dictionary, generator)
@@ -290,6 +296,11 @@ class MatrixDecomposition2D(nn.Module):
         """
         if x.dim() != 4:
             raise ValueError(f"expected x of shape (B, C, H, W), got {tuple(x.shape)}")
+        if cuda_graphs.applies(self, x, bases):
+            return cuda_graphs.replay(self, x, self._eager)
+        return self._eager(x, bases)
+
+    def _eager(self, x: Tensor, bases: Tensor | None = None) -> Tensor:
         with torch.autocast(device_type=x.device.type, enabled=False):
             work = x.float() if torch.finfo(x.dtype).bits < 32 else x
             return self._decompose(work, bases).to(x.dtype)
@@ -321,6 +332,10 @@ class NMF(MatrixDecomposition2D):
             raise ValueError(f"coef_init must be one of {COEF_INITS}, got {coef_init!r}")
         super().__init__(inv_t=1.0, **kwargs)
         self.coef_init = coef_init
+
+    @property
+    def random_codes(self) -> bool:
+        return self.coef_init == "uniform"
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, coef_init={self.coef_init}"
@@ -416,6 +431,9 @@ class CD(_SoftClustering):
         beta: Ridge weight (paper: 0.01 and 0.1 alike; release 0.1).
         **kwargs: See :class:`MatrixDecomposition2D` (inv_t 100; Table 9: 10 and 100 best).
     """
+
+    #: ``torch.linalg.solve`` checks its result on the host: no CUDA graph.
+    graphable = False
 
     def __init__(self, beta: float = 0.1, **kwargs: Any) -> None:
         if beta <= 0:

@@ -1,4 +1,5 @@
-"""The Hamburger blocks' speed paths; gains measured in docs/benchmark.md ("Speed paths").
+"""The Hamburger blocks' speed paths; gains measured in docs/benchmark.md ("Speed paths"), on
+the devices of :data:`FASTER_ON` only (on CUDA neither gained: docs/gpu.md).
 
 - :class:`PointwiseConv`: the blocks' 1x1 convs as one matrix product per sample (torch's CPU
   convolution allocates extra maps; ``PointwiseConv.enabled = False`` switches it off).
@@ -20,15 +21,22 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from hamseg.models.decompositions import MatrixDecomposition2D
 from hamseg.models.tracing import is_tracing
 
-__all__ = ["PointwiseConv", "applies", "conv_on_factors", "hooked", "is_plain_conv1x1"]
+__all__ = ["FASTER_ON", "PointwiseConv", "applies", "conv_on_factors", "hooked", "is_plain_conv1x1"]
+
+#: Device types where both paths were measured faster than torch's own (the CPU); elsewhere the
+#: blocks run cuDNN's 1x1 convolutions and the module path.
+FASTER_ON = ("cpu",)
 
 
 class PointwiseConv(nn.Conv2d):
     """A 1x1 ``nn.Conv2d`` (same parameters and state dict) computed as one matrix product per
-    sample; while a graph is recorded, as a convolution."""
+    sample on the devices of :attr:`devices`; elsewhere, and while a graph is recorded, as a
+    convolution."""
 
-    #: The switch: False computes ``nn.Conv2d``'s convolution.
+    #: The switch: False computes ``nn.Conv2d``'s convolution everywhere.
     enabled: bool = True
+    #: Device types of the matrix-product path.
+    devices: tuple[str, ...] = FASTER_ON
 
     def __init__(self, in_channels: int, out_channels: int, *args: Any, **kwargs: Any) -> None:
         super().__init__(in_channels, out_channels, *args, **kwargs)
@@ -36,7 +44,7 @@ class PointwiseConv(nn.Conv2d):
             raise ValueError(f"PointwiseConv is a 1x1 conv (stride 1, no padding): {self}")
 
     def forward(self, x: Tensor) -> Tensor:
-        if not self.enabled or is_tracing():
+        if not self.enabled or x.device.type not in self.devices or is_tracing():
             return super().forward(x)
         B, C, H, W = x.shape
         # (B, C_out, C_in) @ (B, C_in, H*W) -> (B, C_out, H*W); not matmul(w, x), whose
@@ -49,11 +57,13 @@ class PointwiseConv(nn.Conv2d):
 
 def applies(block: nn.Module, z: Tensor, after: nn.Module) -> bool:
     """Whether :func:`conv_on_factors` may compute ``after(block.ham(z))``: inference (no
-    autograd, trace or autocast), float32/64, at least ``block.fast_path_min_positions``
-    positions, spatial folding, a 1x1 conv-norm-act ``after``, no hook to skip."""
+    autograd, trace or autocast) on a device of ``block.fast_path_devices``, float32/64, at
+    least ``block.fast_path_min_positions`` positions, spatial folding, a 1x1 conv-norm-act
+    ``after``, no hook to skip."""
     ham, threshold = block.ham, block.fast_path_min_positions
     return (
         threshold is not None
+        and z.device.type in block.fast_path_devices
         and not torch.is_grad_enabled()
         and not is_tracing()  # a trace records the module calls (and keeps shapes symbolic)
         and not torch.is_autocast_enabled(z.device.type)

@@ -51,6 +51,8 @@ class Hamburger(nn.Module):
     #: Inference through the ham's factors (:mod:`~hamseg.models.fused_hamburger`) on maps of
     #: at least this many positions (smaller ones: bit-identical module calls); None: off.
     fast_path_min_positions: int | None = 1024
+    #: Device types of that path (measured faster on the CPU only, docs/gpu.md).
+    fast_path_devices: tuple[str, ...] = fused_hamburger.FASTER_ON
 
     def __init__(
         self,

@@ -31,6 +31,8 @@ class LightHamburger(nn.Module):
 
     #: As :attr:`hamseg.models.Hamburger.fast_path_min_positions` (None: switched off).
     fast_path_min_positions: int | None = 1024
+    #: Device types of that path (measured faster on the CPU only, docs/gpu.md).
+    fast_path_devices: tuple[str, ...] = fused_hamburger.FASTER_ON
 
     def __init__(self, ham_channels: int, ham_cfg: dict, norm_cfg: dict | None = None) -> None:
         super().__init__()

@@ -15,7 +15,7 @@ from mmengine.config import Config
 
 from hamseg.cli import CLIError, add_guard_hooks, build_config, run_cli
 from hamseg.compat.package_lookup import PACKAGE_DIR
-from hamseg.engine import NonFiniteLossHook, PreemptionHook, RandomStateHook
+from hamseg.engine import ChannelsLastHook, NonFiniteLossHook, PreemptionHook, RandomStateHook
 from hamseg.utils.errors import UsageError
 from tests.conftest import REPO, TINY_FCN
 
@@ -135,15 +135,17 @@ def test_guards_are_added_unless_the_config_has_them():
     cfg = Config(dict(custom_hooks=[dict(type="mmseg.NonFiniteLossHook"), RandomStateHook()]))
     assert add_guard_hooks(cfg) == ["mmseg.PreemptionHook"]
     assert add_guard_hooks(cfg) == []  # idempotent
-    cfg = Config.fromfile(TINY_FCN)  # a plain mmseg config: no custom_imports, no custom_hooks
+    cfg = Config.fromfile(TINY_FCN)  # hamseg's runtime base: ChannelsLastHook, no guards
     add_guard_hooks(cfg)
     types = [hook["type"] for hook in cfg.custom_hooks]
-    assert types == ["mmseg.PreemptionHook", "mmseg.NonFiniteLossHook", "mmseg.RandomStateHook"]
+    guards = ["mmseg.PreemptionHook", "mmseg.NonFiniteLossHook", "mmseg.RandomStateHook"]
+    assert types == ["mmseg.ChannelsLastHook", *guards]
     checkpoint = cfg.default_hooks.checkpoint  # made atomic, its options kept
     assert checkpoint == dict(type="mmseg.AtomicCheckpointHook", by_epoch=False, interval=5)
     from mmengine.registry import HOOKS  # the root registry, whatever the default scope
 
-    assert [HOOKS.get(t) for t in types] == [PreemptionHook, NonFiniteLossHook, RandomStateHook]
+    hooks = [ChannelsLastHook, PreemptionHook, NonFiniteLossHook, RandomStateHook]
+    assert [HOOKS.get(t) for t in types] == hooks
 
 
 def test_an_aborting_ctrl_c_is_one_line_and_exit_130(capsys):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import hamseg  # noqa: F401  (before mmseg)
-from hamseg.models import Hamburger, HamHead, HamLightHead
+from hamseg.models import Hamburger, HamHead, HamLightHead, cuda_graphs
 from tests.models.references import perturb_norms, random_bases
 
 pytestmark = pytest.mark.gpu
@@ -26,6 +26,7 @@ def test_fused_path_equals_module_path_on_cuda(cuda, variant, ham_cfg, monkeypat
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
     torch.manual_seed(0)
     block = Hamburger(32, ham_cfg=ham_cfg, variant=variant).to(cuda).eval()
+    block.fast_path_devices = ("cuda",)  # shipped for the CPU only; the path itself must hold
     x = torch.rand(2, 32, 33, 33, device=cuda)  # 1089 positions: the fused path applies
     bases = random_bases(2, 32, 8, torch.float32).to(cuda)
     with torch.no_grad():
@@ -96,7 +97,13 @@ def no_tf32(monkeypatch):
     torch.set_float32_matmul_precision(precision)
 
 
-@pytest.mark.usefixtures("no_tf32")
+@pytest.fixture
+def eager_hams(monkeypatch):
+    """The hams' eager path (the spies below count its calls; a CUDA graph replays without)."""
+    monkeypatch.setattr(cuda_graphs, "enabled", False)
+
+
+@pytest.mark.usefixtures("no_tf32", "eager_hams")
 @pytest.mark.parametrize("build", [_ham_head, _segnext_head], ids=["HamHead", "HamLightHead"])
 def test_cpu_and_cuda_heads_agree_given_the_same_dictionary(cuda, build):
     torch.manual_seed(0)
@@ -113,6 +120,7 @@ def test_cpu_and_cuda_heads_agree_given_the_same_dictionary(cuda, build):
     torch.testing.assert_close(on_cuda.cpu(), on_cpu, rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.usefixtures("eager_hams")
 def test_seeded_dictionary_is_drawn_on_the_input_device(cuda):
     head = _head(eval_seed=0).to(cuda).eval()
     ham = head.hamburger.ham

@@ -60,7 +60,8 @@ def test_ridge_solve_is_lu_eagerly_and_the_inverse_in_a_trace():
     assert "aten::linalg_solve" not in kinds and "aten::bmm" in kinds
     other_gram, other_rhs = ridge_system(2, 23, 9, 31, spread=0.5)  # the trace generalises
     expected = torch.linalg.solve(other_gram, other_rhs)
-    torch.testing.assert_close(traced(other_gram, other_rhs), expected, rtol=1e-5, atol=1e-6)
+    # the two solves round differently (cond * eps, module docstring): 2.2e-6 seen on one CPU
+    torch.testing.assert_close(traced(other_gram, other_rhs), expected, rtol=1e-4, atol=1e-5)
 
 
 def test_a_traced_cd_ham_computes_the_eager_result_without_linalg():
