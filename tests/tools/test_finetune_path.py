@@ -222,7 +222,8 @@ def test_finetuned_template_model_with_tta_and_show_dir(trained, tmp_path):
     painted = glob.glob(osp.join(show, "**", "*.png"), recursive=True)
     assert len(painted) == 3, painted  # every val image, not every 10th
     where = osp.join(show, "vis_data", "vis_image")  # logged, and where they are
-    assert f"--show-dir: painted predictions written to {where}" in proc.stdout + proc.stderr
+    log = proc.stdout + proc.stderr
+    assert f"--show-dir: painted images (ground truth | prediction) written to {where}" in log
     assert sorted(painted) == sorted(glob.glob(osp.join(where, "*.png")))
 
 
