@@ -8,6 +8,7 @@ import glob
 import os
 import os.path as osp
 import re
+import shlex
 import subprocess
 import sys
 
@@ -171,7 +172,8 @@ def test_bad_label_in_a_worker_is_one_line_naming_the_file(tmp_path, tool):
     split = "train" if tool == "train" else "val"
     assert f"masks/{split}/001_mask.png" in line and "7" in line, line
     assert "DataLoader worker" not in line and len(line) < 500, line  # no traceback in it
-    assert line.endswith(f"list every bad file at once: python tools/validate_dataset.py {CUSTOM}")
+    again = shlex.join(["python", "tools/validate_dataset.py", CUSTOM, "--cfg-options", *opts])
+    assert line.endswith(f"list every bad file at once: {again}"), line
 
 
 def test_classes_child_config_sets_the_class_count_of_head_data_and_label_check(tmp_path):
