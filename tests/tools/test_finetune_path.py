@@ -358,3 +358,23 @@ def test_the_template_itself_takes_the_flat_layout_with_split_dir(tmp_path):
     assert cfg.test_dataloader.dataset.data_prefix == dict(img_path="images", seg_map_path="masks")
     summaries = [r.summary() for r in validate_splits(cfg, progress=False)]
     assert summaries[:2] == ["no problems in 4 train samples", "no problems in 3 val samples"]
+
+
+def test_a_missing_demo_checkpoint_says_which_command_writes_it(tmp_path, monkeypatch):
+    """The template starts from the demo's checkpoint: a new user who has not run the demo is
+    told the command that writes it."""
+    from hamseg.cli import CLIError, build_config
+    from hamseg.cli.resume import apply_resume
+
+    monkeypatch.chdir(tmp_path)  # no work_dirs/demo here
+    cfg = build_config(CUSTOM, work_dir=str(tmp_path / "w"))
+    with pytest.raises(CLIError) as err:
+        apply_resume(cfg, None)
+    assert str(err.value).startswith(
+        "load_from checkpoint not found: work_dirs/demo/hamhead-nmf_r18-d8_context-shapes/"
+        f"iter_500.pth, relative to {tmp_path} (`python tools/run_demo.py` writes it, or set "
+        "another with --cfg-options load_from=PATH)"
+    )
+    cfg = build_config(CUSTOM.replace("hamhead-nmf_r18-d8_custom", "segnext_mscan-t_custom"))
+    with pytest.raises(CLIError, match="`python tools/run_demo.py --config configs/demo/hamlight"):
+        apply_resume(cfg, None)
