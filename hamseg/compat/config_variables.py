@@ -156,7 +156,8 @@ def read_with_variables(filename: str, values: dict[str, Any]) -> tuple[Config, 
 
 def apply_config_variables(cfg: Config, options: dict) -> list[str]:
     """Set the top-level variables among ``options`` (:func:`variable_options`) as if edited in
-    ``cfg``'s file, in place: every top-level key computed from them follows. Logs one line.
+    ``cfg``'s file, in place: every top-level key computed from them follows. Logs one line
+    naming those keys, if any.
 
     Returns:
         The keys that changed with them (besides the variables themselves).
@@ -174,9 +175,10 @@ def apply_config_variables(cfg: Config, options: dict) -> list[str]:
     for key in changed:
         cfg[key] = edited[key]
     followed = [key for key in changed if key not in values]
-    print_log(
-        f"--cfg-options {', '.join(sorted(assigned))}: set as if edited in the config file"
-        + (f"; {', '.join(followed)} changed with it" if followed else ""),
-        "current",
-    )
+    if followed:  # else the plain merge would have done the same
+        print_log(
+            f"--cfg-options {', '.join(sorted(assigned))}: set as if edited in the config file; "
+            f"{', '.join(followed)} changed with it",
+            "current",
+        )
     return followed
