@@ -37,15 +37,16 @@ DEVKIT, CONTEXT_SHAPES = "data/VOCdevkit", "data/context_shapes"
 def prepare_commands(devkit: str = DEVKIT, context_shapes: str = CONTEXT_SHAPES) -> dict[str, str]:
     """Exact commands that prepare each known dataset (run from the repository root) into the
     given folders: 'voc_aug', 'pascal_context', 'context_shapes'."""
-    converters = "python tools/dataset_converters/"
-    out = [] if context_shapes == CONTEXT_SHAPES else ["--out-dir", context_shapes]
+
+    def command(script: str, *args: str) -> str:
+        return "python " + shlex.join([f"tools/dataset_converters/{script}", *args])
+
+    out = () if context_shapes == CONTEXT_SHAPES else ("--out-dir", context_shapes)
+    context_json = osp.join(devkit, "VOC2010", "trainval_merged.json")
     return {
-        "voc_aug": converters + shlex.join(["voc_aug.py", devkit, osp.join(devkit, "VOCaug")]),
-        "pascal_context": converters
-        + shlex.join(
-            ["pascal_context.py", devkit, osp.join(devkit, "VOC2010", "trainval_merged.json")]
-        ),
-        "context_shapes": converters + shlex.join(["generate_context_shapes.py", *out]),
+        "voc_aug": command("voc_aug.py", devkit, osp.join(devkit, "VOCaug")),
+        "pascal_context": command("pascal_context.py", devkit, context_json),
+        "context_shapes": command("generate_context_shapes.py", *out),
     }
 
 
