@@ -3,7 +3,7 @@
 Examples:
     python tools/test.py configs/ham_voc.py WORK_DIR/iter_60000.pth   # WORK_DIR: the config's
     python tools/test.py configs/ham_voc.py ckpt.pth --tta            # multi-scale + flip
-    python tools/test.py configs/ham_voc.py ckpt.pth --show-dir vis   # painted predictions
+    python tools/test.py configs/ham_voc.py ckpt.pth --show-dir vis   # ground truth | prediction
 """
 
 import argparse
@@ -33,7 +33,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--work-dir", help="where evaluation results are written as json")
     parser.add_argument("--out", help="directory to save output predictions (PNG)")
     parser.add_argument("--show", action="store_true", help="show prediction results")
-    parser.add_argument("--show-dir", help="directory where painted images are saved")
+    parser.add_argument(
+        "--show-dir",
+        help="paint every test image, every rank's (ground truth | prediction, over the image) "
+        "into SHOW_DIR/vis_data/vis_image",
+    )
     parser.add_argument("--wait-time", type=float, default=2, help="interval of --show (s)")
     parser.add_argument("--tta", action="store_true", help="test-time augmentation (config's)")
     parser.add_argument(
@@ -57,6 +61,8 @@ def main() -> None:
         if hook is None:
             raise CLIError("--show/--show-dir need default_hooks.visualization in the config")
         hook.update(draw=True, interval=1)  # every image, not every 10th
+        if hook.get("type") in ("SegVisualizationHook", "mmseg.SegVisualizationHook"):
+            hook["type"] = "mmseg.EveryRankVisualizationHook"  # mmseg's paints rank 0's only
         cfg.visualizer.setdefault("alpha", 0.5)  # the image shows through every class colour
         if args.show:
             hook.update(show=True, wait_time=args.wait_time)
@@ -80,7 +86,9 @@ def main() -> None:
         runner.test()
     if args.show_dir:  # mmengine Visualizer: <save_dir>/vis_data, LocalVisBackend: vis_image
         where = osp.join(args.show_dir, "vis_data", "vis_image")
-        print_log(f"--show-dir: painted predictions written to {where}", "current")
+        print_log(
+            f"--show-dir: painted images (ground truth | prediction) written to {where}", "current"
+        )
 
 
 if __name__ == "__main__":

@@ -3,11 +3,15 @@
     python tools/validate_dataset.py configs/ham_voc.py              # every split it defines
     python tools/validate_dataset.py configs/ham_context_59.py --split val --workers 2
     python tools/validate_dataset.py MY_CONFIG --cfg-options data_root=PATH   # moves every split
+    python tools/validate_dataset.py MY_CONFIG --write-splits --val-fraction 0.2   # flat layout
 
 Folders, split files and num_classes first, then each image and label: readable, complete, the
 same size, labels in [0, num_classes) or the ignore index (docs/robustness.md). A split with the
 same datasets as an earlier one is not read twice. Exit code 0: clean, 1: problems found, 2: the
-dataset or config is missing (one line).
+dataset or config is missing (one line). ``--write-splits`` first writes the train and val split
+files of a flat layout (one image folder, one label folder: the custom template with split_dir
+set), a ``--val-fraction`` of the labelled images to val, shuffled with ``--seed``; it never
+replaces a split file.
 """
 
 import argparse
@@ -21,8 +25,9 @@ import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mm
 # isort: split
 from mmengine.config import DictAction  # noqa: E402
 
-from hamseg.cli import build_config, run_cli  # noqa: E402
+from hamseg.cli import CLIError, build_config, run_cli  # noqa: E402
 from hamseg.datasets.checks import validate_splits  # noqa: E402
+from hamseg.datasets.splits import write_split_files  # noqa: E402
 from hamseg.utils.config import SPLITS  # noqa: E402
 
 
@@ -37,8 +42,22 @@ def main() -> int:
     parser.add_argument(
         "--cfg-options", nargs="+", action=DictAction, help="override config keys: key=value"
     )
+    parser.add_argument(
+        "--write-splits",
+        action="store_true",
+        help="first write the train/val split files of a flat layout (never over existing ones)",
+    )
+    parser.add_argument(
+        "--val-fraction", type=float, help="with --write-splits: the share for val (default 0.2)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="with --write-splits: shuffle seed")
     args = parser.parse_args()
+    if args.val_fraction is not None and not args.write_splits:
+        raise CLIError("--val-fraction is an option of --write-splits: add --write-splits")
     cfg = build_config(args.config, args.cfg_options)
+    if args.write_splits:
+        fraction = 0.2 if args.val_fraction is None else args.val_fraction
+        print(write_split_files(cfg, fraction, args.seed).summary())
     reports = validate_splits(cfg, args.split, workers=args.workers, progress=not args.no_progress)
     for report in reports:
         print(*report.problems, report.summary(), sep="\n")

@@ -22,6 +22,7 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
+from hamseg.compat.package_lookup import hamseg_config_path
 from hamseg.datasets import context_shapes as shapes
 from hamseg.datasets.checks import check_dataset_paths
 from hamseg.utils.config import dataset_classes
@@ -165,6 +166,23 @@ def run_demo(
     for path in filter(None, (osp.join(cfg.work_dir, "demo_result.json"), json_out)):
         _write(path, json.dumps(result, indent=2))
     return result
+
+
+def demo_command_for(checkpoint: str) -> Optional[str]:
+    """The ``tools/run_demo.py`` command that writes ``checkpoint``, if it is a demo checkpoint
+    (``work_dirs/demo/<demo config name>/iter_<N>.pth``, where :func:`run_demo` writes it)."""
+    parts = osp.normpath(checkpoint).split(os.sep)
+    name = f"demo/{parts[-2]}.py" if len(parts) >= 4 else ""
+    iters = parts[-1].removeprefix("iter_").removesuffix(".pth")
+    if parts[-4:-2] != ["work_dirs", "demo"] or not iters.isdigit():
+        return None
+    if f"configs/{name}" not in dict(HEADS.values()).values():
+        return None
+    args = ["python", "tools/run_demo.py"]
+    args += ["--config", f"configs/{name}"] if f"configs/{name}" != DEFAULT_DEMO_CONFIG else []
+    if int(iters) != Config.fromfile(hamseg_config_path(name)).train_cfg.max_iters:
+        args += ["--max-iters", iters]
+    return shlex.join(args)
 
 
 def _write(path: str, text: str) -> None:

@@ -9,7 +9,7 @@ import os
 import os.path as osp
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -20,6 +20,7 @@ from mmengine.logging import print_log
 from mmseg.registry import HOOKS
 
 from hamseg.compat.checkpoint import CorruptCheckpointError, UnsafeCheckpointError
+from hamseg.compat.config_variables import apply_config_variables
 from hamseg.compat.package_lookup import config_file
 from hamseg.datasets.checks import ClassCountError
 from hamseg.datasets.loading import InvalidSampleError
@@ -84,7 +85,8 @@ def build_config(
 
     Args:
         config: A config file or a packaged name (``hamseg::demo/x.py``, ``mmseg::fcn/x.py``).
-        cfg_options: ``--cfg-options`` overrides (``data_root=PATH`` moves every dataset).
+        cfg_options: ``--cfg-options`` overrides (``data_root=PATH`` moves every dataset; a
+            top-level variable such as ``seg_map_suffix`` acts as if edited in the file).
         work_dir: ``--work-dir``; default ``./work_dirs/<config name>``.
         launcher: One of :data:`LAUNCHERS`. On CPU machines a gloo group is set up here.
         local_rank: ``--local-rank``: becomes ``LOCAL_RANK`` unless the launcher set it (mmseg's
@@ -94,6 +96,7 @@ def build_config(
     cfg = Config.fromfile(path)
     cfg.launcher = launcher
     if cfg_options:
+        apply_config_variables(cfg, cfg_options)  # seg_map_suffix=...: as if edited in the file
         merge_cfg_options(cfg, cfg_options)
     if work_dir is not None:
         cfg.work_dir = work_dir
@@ -104,6 +107,22 @@ def build_config(
     os.environ.setdefault("LOCAL_RANK", str(local_rank))
     setup_cpu_distributed(cfg, launcher)
     return cfg
+
+
+def cfg_options_argv(argv: Sequence[str]) -> list[str]:
+    """The ``--cfg-options`` part of a command line (every occurrence, as one), to repeat it in a
+    suggested command: ``['--cfg-options', 'k=v', ...]`` or []."""
+    found: list[str] = []
+    inside = False
+    for arg in argv:
+        if arg == "--cfg-options" or arg.startswith("--cfg-options="):
+            inside = arg == "--cfg-options"
+            found += [] if inside else [arg.partition("=")[2]]
+        elif arg.startswith("-"):
+            inside = False
+        elif inside:
+            found.append(arg)
+    return ["--cfg-options", *found] if found else []
 
 
 def _hook_class(entry: Any) -> Any:

@@ -157,8 +157,8 @@ def run_tool(name: str, argv: list[str]) -> None:
     saved = sys.argv, list(sys.path)
     sys.argv, sys.path[:0] = [path, *argv], [osp.dirname(path)]  # as `python path` would
     try:
-        with tool_fixes(script):
-            runpy.run_path(path, run_name="__main__")
+        with tool_fixes(script) as script_globals:
+            runpy.run_path(path, init_globals=script_globals, run_name="__main__")
     finally:
         sys.argv, sys.path[:] = saved
 

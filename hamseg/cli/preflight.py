@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -17,10 +18,14 @@ from hamseg.datasets.checks import validate_splits
 from hamseg.datasets.loading import InvalidSampleError
 from hamseg.utils.config import defined_splits
 
-from .common import CLIError, user_message
+from .common import CLIError, cfg_options_argv, user_message
 
-#: The command that lists every bad sample of a config (tools/validate_dataset.py).
-VALIDATE = "python tools/validate_dataset.py {}"
+
+def validate_command(config: str, argv: Sequence[str] | None = None) -> str:
+    """The command that lists every bad sample of what this run reads: tools/validate_dataset.py
+    on ``config`` with the ``--cfg-options`` of ``argv`` (default: this command line)."""
+    options = cfg_options_argv(sys.argv[1:] if argv is None else argv)
+    return shlex.join(["python", "tools/validate_dataset.py", config, *options])
 
 
 def scan_data(cfg: Config, splits: Sequence[str], config: str) -> None:
@@ -35,7 +40,7 @@ def scan_data(cfg: Config, splits: Sequence[str], config: str) -> None:
         print(*problems, sep="\n", file=sys.stderr)
         raise InvalidSampleError(
             f"{len(problems)} bad sample(s) before the first iteration, listed above (first: "
-            f"{problems[0]}); fix them and check again with `{VALIDATE.format(config)}`"
+            f"{problems[0]}); fix them and check again with `{validate_command(config)}`"
         )
 
 
@@ -46,7 +51,7 @@ def naming_validate_dataset(config: str) -> Iterator[None]:
         yield
     except InvalidSampleError as err:
         raise InvalidSampleError(
-            f"{user_message(err)}; list every bad file at once: {VALIDATE.format(config)}"
+            f"{user_message(err)}; list every bad file at once: {validate_command(config)}"
         ) from None
 
 

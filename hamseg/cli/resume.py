@@ -16,6 +16,7 @@ from mmengine.config import Config
 from mmengine.logging import print_log
 
 from hamseg.apis.checkpoint import reinitialised_by_load_from
+from hamseg.apis.demo import demo_command_for
 from hamseg.engine.checkpoints import find_latest_complete_checkpoint
 from hamseg.utils.errors import require_file
 
@@ -78,9 +79,11 @@ def apply_resume(cfg: Config, resume: Optional[str]) -> Optional[str]:
     local = target is None and load_from and "://" not in load_from
     where = "" if not local or osp.isabs(load_from) else f", relative to {os.getcwd()}"
     if local and not osp.isfile(load_from):
+        demo = demo_command_for(load_from)  # the demo's checkpoint: say what makes it
         raise CLIError(
-            f"load_from checkpoint not found: {load_from}{where} "
-            "(set another with --cfg-options load_from=PATH)"
+            f"load_from checkpoint not found: {load_from}{where} ("
+            + (f"`{demo}` writes it, or " if demo else "")
+            + "set another with --cfg-options load_from=PATH)"
         )
     if where:  # mmengine reads it against the working directory, not the config's folder
         print_log(f"load_from={load_from}{where}: {osp.abspath(load_from)}", "current")

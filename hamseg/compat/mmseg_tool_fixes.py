@@ -7,13 +7,20 @@ while one runs under ``tools/mmseg_tool.py`` (:mod:`hamseg.cli.mmseg_tool`), the
 - benchmark.py prints ``nan`` on a test set under 200 images: the loader repeats;
 - confusion_matrix.py, misc/browse_dataset.py read the class's ``METAINFO`` (``KeyError:
   'classes'``, a wrong size for a subset): each dataset gets its instance's metainfo;
-- ``--cfg-options data_root=PATH`` moves the datasets too (``merge_cfg_options``);
-- publish_model.py exits before its ``mv`` has run: started processes are waited for.
+- ``--cfg-options`` as in ``tools/train.py``: ``data_root=PATH`` moves the datasets too
+  (``merge_cfg_options``), a template variable (``seg_map_suffix=...``) changes what the config
+  computed from it (:mod:`.config_variables`);
+- publish_model.py exits before its ``mv`` has run: started processes are waited for;
+- print_config.py writes ``example.py`` (``--graph``: ``example-graph.txt``) over any file of
+  that name in the working directory: an existing file is kept, the new one goes next to it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
+import os.path as osp
 import subprocess
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -27,22 +34,8 @@ from mmseg.visualization import SegLocalVisualizer
 
 from hamseg.utils.config import merge_cfg_options
 
-_ABSENT = object()
-
-
-@contextlib.contextmanager
-def _patched(owner: Any, name: str, value: Any) -> Iterator[None]:
-    """``owner.name = value`` inside, restored after (raw: a staticmethod stays one; an
-    attribute the object did not have is deleted again)."""
-    original = vars(owner).get(name, _ABSENT)
-    setattr(owner, name, value)
-    try:
-        yield
-    finally:
-        if original is _ABSENT:
-            delattr(owner, name)
-        else:
-            setattr(owner, name, original)
+from .config_variables import apply_config_variables
+from .patching import patched
 
 
 def _get_flops_inputs_only() -> contextlib.AbstractContextManager:
@@ -52,7 +45,7 @@ def _get_flops_inputs_only() -> contextlib.AbstractContextManager:
         input_shape = None if inputs is not None else input_shape  # inputs is what it means
         return count(model, input_shape=input_shape, inputs=inputs, **kwargs)
 
-    return _patched(analysis, "get_model_complexity_info", get_model_complexity_info)
+    return patched(analysis, "get_model_complexity_info", get_model_complexity_info)
 
 
 def _contiguous_images() -> contextlib.AbstractContextManager:
@@ -61,7 +54,7 @@ def _contiguous_images() -> contextlib.AbstractContextManager:
     def add_datasample(self, name, image, *args, **kwargs):
         return add(self, name, np.ascontiguousarray(image), *args, **kwargs)
 
-    return _patched(SegLocalVisualizer, "add_datasample", add_datasample)
+    return patched(SegLocalVisualizer, "add_datasample", add_datasample)
 
 
 def _instance_metainfo() -> contextlib.AbstractContextManager:
@@ -73,16 +66,17 @@ def _instance_metainfo() -> contextlib.AbstractContextManager:
             dataset.METAINFO = dataset.metainfo  # hides the class attribute the scripts read
         return dataset
 
-    return _patched(DATASETS, "build", build_dataset)
+    return patched(DATASETS, "build", build_dataset)
 
 
-def _data_root_moves_datasets() -> contextlib.AbstractContextManager:
+def _cfg_options_as_in_train() -> contextlib.AbstractContextManager:
     merge = Config.merge_from_dict
 
     def merge_from_dict(self, options, allow_list_keys=True):
+        apply_config_variables(self, options)
         merge_cfg_options(self, options, merge, allow_list_keys)
 
-    return _patched(Config, "merge_from_dict", merge_from_dict)
+    return patched(Config, "merge_from_dict", merge_from_dict)
 
 
 class RepeatedLoader:
@@ -106,7 +100,7 @@ class RepeatedLoader:
 
 def _repeated_test_loader() -> contextlib.AbstractContextManager:
     build = Runner.build_dataloader
-    return _patched(
+    return patched(
         Runner, "build_dataloader", staticmethod(lambda *a, **k: RepeatedLoader(build(*a, **k)))
     )
 
@@ -121,29 +115,61 @@ def _wait_for_started_processes() -> Iterator[None]:
             started.append(self)
 
     try:
-        with _patched(subprocess, "Popen", Popen):
+        with patched(subprocess, "Popen", Popen):
             yield
     finally:
         for process in started:
             process.wait()
 
 
+def free_name(path: str) -> str:
+    """``path`` if nothing is there, else the first free ``STEM-N.EXT`` next to it."""
+    stem, ext = osp.splitext(path)
+    names = itertools.chain([path], (f"{stem}-{n}{ext}" for n in itertools.count(1)))
+    return next(name for name in names if not osp.lexists(name))
+
+
+@contextlib.contextmanager
+def _keep_existing_files() -> Iterator[dict[str, Any]]:
+    """``Config.dump`` and the script's own ``open`` for writing never replace a file; yields
+    the script's ``open``."""
+    dump = Config.dump
+
+    def new_file(file: Any) -> Any:
+        if not isinstance(file, (str, os.PathLike)) or not osp.lexists(file):
+            return file
+        name = free_name(os.fspath(file))
+        print(f"{os.fspath(file)} exists and is kept: written to {name} instead")
+        return name
+
+    def dump_new(self, file=None):
+        return dump(self, None if file is None else new_file(file))
+
+    def open_new(file, mode="r", *args, **kwargs):
+        return open(new_file(file) if "w" in mode else file, mode, *args, **kwargs)
+
+    with patched(Config, "dump", dump_new):
+        yield {"open": open_new}
+
+
 #: Script (relative to mmseg's tools folder) -> the fixes applied while it runs.
 FIXES: dict[str, tuple[Callable[[], contextlib.AbstractContextManager], ...]] = {
-    "analysis_tools/get_flops.py": (_get_flops_inputs_only, _data_root_moves_datasets),
-    "analysis_tools/browse_dataset.py": (_contiguous_images, _data_root_moves_datasets),
+    "analysis_tools/get_flops.py": (_get_flops_inputs_only, _cfg_options_as_in_train),
+    "analysis_tools/browse_dataset.py": (_contiguous_images, _cfg_options_as_in_train),
     "analysis_tools/benchmark.py": (_repeated_test_loader,),
-    "analysis_tools/confusion_matrix.py": (_instance_metainfo, _data_root_moves_datasets),
-    "misc/browse_dataset.py": (_instance_metainfo, _contiguous_images, _data_root_moves_datasets),
-    "misc/print_config.py": (_data_root_moves_datasets,),
+    "analysis_tools/confusion_matrix.py": (_instance_metainfo, _cfg_options_as_in_train),
+    "misc/browse_dataset.py": (_instance_metainfo, _contiguous_images, _cfg_options_as_in_train),
+    "misc/print_config.py": (_cfg_options_as_in_train, _keep_existing_files),
     "misc/publish_model.py": (_wait_for_started_processes,),
 }
 
 
 @contextlib.contextmanager
-def tool_fixes(script: str) -> Iterator[None]:
-    """Apply the fixes for ``script`` (relative to mmseg's tools folder) inside the block."""
+def tool_fixes(script: str) -> Iterator[dict[str, Any]]:
+    """Apply the fixes for ``script`` (relative to mmseg's tools folder) inside the block; yields
+    the names the script's own globals get (``open`` for print_config.py)."""
+    script_globals: dict[str, Any] = {}
     with contextlib.ExitStack() as stack:
         for fix in FIXES.get(script, ()):
-            stack.enter_context(fix())
-        yield
+            script_globals.update(stack.enter_context(fix()) or {})
+        yield script_globals

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import inspect
 import os.path as osp
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -17,6 +18,7 @@ from mmengine.registry import init_default_scope
 from mmseg.registry import DATASETS, METRICS
 
 from hamseg.utils.config import (
+    dataset_class_metainfo,
     dataset_classes,
     defined_splits,
     heads,
@@ -28,13 +30,30 @@ from hamseg.utils.progress_map import map_with_progress
 
 from .loading import CheckedLoadAnnotations, CheckedLoadImageFromFile, InvalidSampleError
 
-#: Exact commands that prepare each known dataset (run from the repository root).
-PREPARE_VOC_AUG = "python tools/dataset_converters/voc_aug.py data/VOCdevkit data/VOCdevkit/VOCaug"
-PREPARE_CONTEXT = (
-    "python tools/dataset_converters/pascal_context.py data/VOCdevkit "
-    "data/VOCdevkit/VOC2010/trainval_merged.json"
-)
-PREPARE_CONTEXT_SHAPES = "python tools/dataset_converters/generate_context_shapes.py"
+#: Where the converters and the configs put each known dataset by default.
+DEVKIT, CONTEXT_SHAPES = "data/VOCdevkit", "data/context_shapes"
+
+
+def prepare_commands(devkit: str = DEVKIT, context_shapes: str = CONTEXT_SHAPES) -> dict[str, str]:
+    """Exact commands that prepare each known dataset (run from the repository root) into the
+    given folders: 'voc_aug', 'pascal_context', 'context_shapes'."""
+
+    def command(script: str, *args: str) -> str:
+        return "python " + shlex.join([f"tools/dataset_converters/{script}", *args])
+
+    out = () if context_shapes == CONTEXT_SHAPES else ("--out-dir", context_shapes)
+    context_json = osp.join(devkit, "VOC2010", "trainval_merged.json")
+    return {
+        "voc_aug": command("voc_aug.py", devkit, osp.join(devkit, "VOCaug")),
+        "pascal_context": command("pascal_context.py", devkit, context_json),
+        "context_shapes": command("generate_context_shapes.py", *out),
+    }
+
+
+#: The commands for the default folders.
+PREPARE_VOC_AUG = prepare_commands()["voc_aug"]
+PREPARE_CONTEXT = prepare_commands()["pascal_context"]
+PREPARE_CONTEXT_SHAPES = prepare_commands()["context_shapes"]
 #: The VOC 2012 test images come only from the VOC evaluation server (no converter).
 GET_VOC_TEST = (
     "Download VOC2012test.tar from the PASCAL VOC evaluation server (after registering) and "
@@ -115,24 +134,33 @@ def use_checked_loaders(cfg: Config, splits: Optional[Sequence[str]] = None) -> 
     return replaced
 
 
+def _devkit(root: str) -> str:
+    """The VOCdevkit folder of a ``.../VOC2012`` or ``.../VOC2010`` data_root, else the default."""
+    root = osp.normpath(root) if root else ""
+    return osp.dirname(root) if osp.basename(root) in ("VOC2012", "VOC2010") else DEVKIT
+
+
 def prepare_hint(dataset_cfg: dict, path: str) -> str:
-    """The command (or document) that prepares the dataset a missing ``path`` belongs to."""
+    """The command (or document) that prepares the dataset a missing ``path`` belongs to, into
+    the dataset's data_root (a data_root moved by ``--cfg-options`` included)."""
     kind = str(dataset_cfg.get("type", ""))
     text = " ".join(str(dataset_cfg.get(k, "")) for k in ("type", "data_root", "ann_file"))
     text = f"{text} {path}".lower().replace("\\", "/")
     voc = "voc" in text or kind == "PascalVOCDataset"
+    root = str(dataset_cfg.get("data_root") or "")
+    commands = prepare_commands(_devkit(root), osp.normpath(root) if root else CONTEXT_SHAPES)
     if "context_shapes" in text or kind == "ContextShapesDataset":
-        return f"Generate it with: {PREPARE_CONTEXT_SHAPES}"
+        return f"Generate it with: {commands['context_shapes']}"
     if "voc2010" in text or "pascalcontext" in kind.lower():
         return (
-            f"Prepare it with: {PREPARE_CONTEXT} (after downloading VOC2010 and the Context "
-            "annotations as described in data/README.md)"
+            f"Prepare it with: {commands['pascal_context']} (after downloading VOC2010 and the "
+            "Context annotations as described in data/README.md)"
         )
     if voc and is_label_free(dataset_cfg):
         return f"{GET_VOC_TEST}."
     if voc:
         return (
-            f"Prepare it with: {PREPARE_VOC_AUG} (after downloading VOC2012 and SBD as "
+            f"Prepare it with: {commands['voc_aug']} (after downloading VOC2012 and SBD as "
             "described in data/README.md)"
         )
     if "ade" in kind.lower() or "adechallenge" in text:
@@ -274,9 +302,35 @@ def check_num_classes(cfg: Config, splits: Optional[Sequence[str]] = None) -> No
                 raise ClassCountError(
                     f"model.{name}.num_classes={head['num_classes']} but the "
                     f"{split}_dataloader dataset ({dataset_cfg.get('type')}) has "
-                    f"{len(classes)} classes ({first_items(classes, 6)}). Set "
-                    f"num_classes={len(classes)} or change the dataset's metainfo classes."
+                    f"{len(classes)} classes ({first_items(classes, 6)}). "
+                    + _class_count_knob(cfg, name, len(classes))
                 )
+        palette = (dataset_cfg.get("metainfo") or {}).get("palette")
+        if palette and len(palette) != len(classes) and not _subset_of_class(dataset_cfg):
+            raise ClassCountError(
+                f"the {split}_dataloader dataset has {len(classes)} classes "
+                f"({first_items(classes, 6)}) but {len(palette)} palette colours: give palette "
+                "one RGB colour per class (the palette line next to classes in your config, or "
+                "--cfg-options palette=...)"
+            )
+
+
+def _class_count_knob(cfg: Config, head: str, count: int) -> str:
+    """What sets the class count: the custom template's classes/palette variables, else the
+    head's num_classes (or the dataset's classes)."""
+    if isinstance(cfg.get("classes"), (list, tuple)) and "palette" in cfg:
+        return (
+            "In the custom template the classes and palette variables set the head and every "
+            "dataloader: edit them in your copy (one palette colour per class), or pass "
+            "--cfg-options classes=... palette=... (docs/custom_dataset.md)"
+        )
+    return f"Set model.{head}.num_classes={count} or change the dataset's metainfo classes."
+
+
+def _subset_of_class(dataset_cfg: dict) -> bool:
+    """Whether mmseg maps the dataset's classes to a subset of its class's own (then it picks
+    their colours from a longer palette)."""
+    return bool(dataset_class_metainfo(dataset_cfg).get("classes"))
 
 
 @dataclass

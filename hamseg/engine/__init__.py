@@ -1,6 +1,6 @@
 """Training-engine pieces hamseg registers into mmseg: guard hooks (pre-emption, divergence,
 exact resume), crash-safe checkpoints, channels_last on CUDA, CPU mixed precision and CPU
-multi-process training, TTA."""
+multi-process training, TTA, painted test images of every rank."""
 
 from .amp import CPUAmpOptimWrapper
 from .channels_last import ChannelsLastHook
@@ -11,6 +11,7 @@ from .preemption import PREEMPTED_EXIT_CODE, PreemptionHook, TrainingPreempted
 from .random_state import RandomStateHook
 from .stop import TrainingStopped
 from .tta import HamSegTTAModel
+from .visualization import EveryRankVisualizationHook
 
 __all__ = [
     "DIVERGED_EXIT_CODE",
@@ -18,6 +19,7 @@ __all__ = [
     "AtomicCheckpointHook",
     "CPUAmpOptimWrapper",
     "ChannelsLastHook",
+    "EveryRankVisualizationHook",
     "HamSegTTAModel",
     "NonFiniteLossHook",
     "PreemptionHook",

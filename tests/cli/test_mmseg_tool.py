@@ -241,6 +241,38 @@ def test_every_listed_tool_has_a_case():
     assert sorted({p.values[0] for p in TOOL_CASES}) == sorted(mmseg_tool.TOOLS)
 
 
+def mim_run_script(name: str) -> str:
+    """The script ``mim run hamseg NAME`` runs (openmim 0.3.9: the file below the package's
+    tools/ whose path ends in /NAME.py; with several, a warning and the shortest path)."""
+    found = glob.glob(osp.join(REPO, "tools", "**", f"{name}.py"), recursive=True)
+    assert len(found) == 1, (name, found)
+    return found[0]
+
+
+@pytest.mark.parametrize("tool,make_args,check", TOOL_CASES)
+def test_mim_run_names_run_the_tool(workspace, tmp_path, tool, make_args, check):
+    """``mim run hamseg TOOL ARGS`` = ``python tools/.../TOOL.py ARGS``: each of mmseg's tool
+    names runs the front end's tool (in a copy of the workspace: outputs start empty)."""
+    if tool == "analyze_logs":
+        pytest.importorskip("seaborn")
+    ws = str(tmp_path / "ws")
+    shutil.copytree(workspace, ws)
+    for out in ("bench", "browse", "cm", "cm_custom", "curve.png", "example.py"):
+        shutil.rmtree(osp.join(ws, out), ignore_errors=True)
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MPLBACKEND="Agg")
+    script = [sys.executable, mim_run_script(tool), *make_args(ws)]
+    result = subprocess.run(script, cwd=ws, env=env, capture_output=True, text=True, timeout=600)
+    check(ws, ok(result))
+
+
+def test_print_config_keeps_an_existing_example_py(tmp_path):
+    (tmp_path / "example.py").write_text("mine = 1\n")
+    out = ok(run_front_end(str(tmp_path), "print_config", f"hamseg::{NMF_NAME}"))
+    assert (tmp_path / "example.py").read_text() == "mine = 1\n"
+    assert "type='HamHead'" in (tmp_path / "example-1.py").read_text()
+    assert "example.py exists and is kept: written to example-1.py instead" in out
+
+
 def test_confusion_matrix_of_a_metainfo_dataset_has_the_config_classes(tmp_path, monkeypatch):
     """mmseg's confusion_matrix.py (run by the front end in this process) on the custom
     template's BaseSegDataset: the axes are the config's class names and the cells the

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import os.path as osp
+import shlex
 
 import pytest
 import torch
@@ -100,7 +101,9 @@ def test_bad_data_stops_before_iteration_1_or_names_the_validate_command(tmp_pat
     assert result.stderr.splitlines()[-2].startswith(f"image file {bad_val!r} is corrupt")
     last = result.stderr.splitlines()[-1]
     assert last.startswith("error: 1 bad sample(s) before the first iteration, listed above")
-    assert last.endswith(f"check again with `python tools/validate_dataset.py {TINY_FCN}`")
+    # the suggested command checks what this run reads: the user's --cfg-options repeated
+    again = shlex.join(["python", "tools/validate_dataset.py", TINY_FCN, *args[4:], "max_iters=2"])
+    assert last.endswith(f"check again with `{again}`"), last
     assert "data scan: no problems in 6 train samples; 1 problem in 2 val samples" in result.stdout
 
     bad_train = osp.join(root, "img_dir", "train", "000.jpg")
@@ -109,6 +112,15 @@ def test_bad_data_stops_before_iteration_1_or_names_the_validate_command(tmp_pat
     assert result.returncode == 2, result.stderr[-2000:]
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"error: image file {bad_train!r} is corrupt"), last
-    assert last.endswith(
-        f"; list every bad file at once: python tools/validate_dataset.py {TINY_FCN}"
+    assert last.endswith(f"; list every bad file at once: {again}"), last
+
+
+def test_the_suggested_validate_command_repeats_the_users_cfg_options():
+    from hamseg.cli.preflight import validate_command
+
+    argv = ["c.py", "--work-dir", "w", "--cfg-options", "data_root=/my data", "a.b=1", "--resume"]
+    assert validate_command("my c.py", [*argv, "--cfg-options=img_dir=x"]) == (
+        "python tools/validate_dataset.py 'my c.py' --cfg-options 'data_root=/my data' a.b=1 "
+        "img_dir=x"
     )
+    assert validate_command("c.py", ["c.py", "--amp"]) == "python tools/validate_dataset.py c.py"

@@ -139,3 +139,29 @@ def test_fixes_name_real_mmseg_scripts():
 
     for script in FIXES:
         assert osp.isfile(osp.join(mmseg_tools_dir(), script)), script
+
+
+def test_print_config_fix_writes_next_to_existing_files_and_is_undone(tmp_path, monkeypatch):
+    """print_config.py's ``cfg.dump('example.py')`` and ``open('example-graph.txt', 'w')``."""
+    from mmengine.config import Config
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "example.py").write_text("mine = 1\n")
+    (tmp_path / "example-1.py").write_text("mine = 2\n")
+    (tmp_path / "example-graph.txt").write_text("my graph\n")
+    cfg = Config(dict(a=1))
+    with tool_fixes("misc/print_config.py") as script_globals:
+        cfg.dump("example.py")
+        cfg.dump("fresh.py")
+        with script_globals["open"]("example-graph.txt", "w") as f:
+            f.write("graph")
+        with script_globals["open"]("example-graph.txt") as f:  # reading: the file itself
+            assert f.read() == "my graph\n"
+    assert (tmp_path / "example.py").read_text() == "mine = 1\n"
+    assert (tmp_path / "example-1.py").read_text() == "mine = 2\n"
+    assert Config.fromfile(str(tmp_path / "example-2.py")).a == 1
+    assert Config.fromfile(str(tmp_path / "fresh.py")).a == 1
+    assert (tmp_path / "example-graph.txt").read_text() == "my graph\n"
+    assert (tmp_path / "example-graph-1.txt").read_text() == "graph"
+    cfg.dump("example.py")  # undone: mmengine's own dump again
+    assert Config.fromfile(str(tmp_path / "example.py")).a == 1

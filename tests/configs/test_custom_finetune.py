@@ -127,3 +127,33 @@ def test_finetune_from_demo_checkpoint(tmp_path):
     miou = [r["mIoU"] for r in records if "mIoU" in r]
     assert len(miou) == 1 and 0 <= miou[0] <= 100
     assert "cat" in log and "dog" in log  # per-class table
+
+
+def test_a_copy_of_the_classes_child_keeps_the_users_palette(tmp_path):
+    """Your copy of the template and of the ``-classes`` child: your colours stay, the child
+    adds one per added class; a class count its palette does not cover is one line."""
+    from hamseg.cli import build_config
+    from hamseg.datasets.checks import ClassCountError, check_num_classes
+
+    template = open(CUSTOM, encoding="utf-8").read()
+    mine = [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    assert template.count("palette = [[0, 0, 0], [220, 40, 40], [40, 90, 220]]") == 1
+    template = template.replace("[[0, 0, 0], [220, 40, 40], [40, 90, 220]]", repr(mine))
+    template = template.replace('"../demo/', f'"{REPO}/configs/demo/')
+    (tmp_path / "my_dataset.py").write_text(template)
+    child = open(CUSTOM.replace(".py", "-classes.py"), encoding="utf-8").read()
+    child = child.replace('"./hamhead-nmf_r18-d8_custom.py"', '"./my_dataset.py"')
+    (tmp_path / "my_classes.py").write_text(child)
+    cfg = build_config(str(tmp_path / "my_classes.py"))
+    for split in ("train", "val", "test"):
+        assert cfg[f"{split}_dataloader"].dataset.metainfo.palette == [*mine, [40, 170, 60]]
+    check_num_classes(cfg)
+    five = ["bg", "cat", "dog", "bird", "fish"]
+    cfg = build_config(str(tmp_path / "my_classes.py"), {"classes": five})
+    assert cfg.model.decode_head.num_classes == 5
+    with pytest.raises(ClassCountError) as err:
+        check_num_classes(cfg)
+    assert str(err.value).startswith(
+        "the train_dataloader dataset has 5 classes (bg, cat, dog, bird, fish) but 4 palette "
+        "colours: give palette one RGB colour per class"
+    )

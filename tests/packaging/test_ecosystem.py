@@ -1,5 +1,6 @@
 """The wheel in an OpenMMLab user's hands, away from the repository (issue 27): mmengine's hub,
-``list_models``, ``mim train/test/run hamseg`` and the ``hamseg.apis`` imports.
+``list_models``, ``mim train/test/run hamseg`` (mmseg's tool names too, issue 40) and the
+``hamseg.apis`` imports.
 
 The wheel goes into a fresh venv (``python -m venv``) whose only other packages are the shared
 environment's (a ``.pth`` file names its site-packages; its own ``.pth`` hooks, such as an editable
@@ -45,7 +46,19 @@ def test_wheel_with_mmengine_hub_mim_and_apis(tmp_path):
     shared = [p for p in site.getsitepackages() if os.path.isdir(p)]
     (own / "shared.pth").write_text("\n".join(shared) + "\n")
     python, mim = str(venv / "bin" / "python"), str(venv / "bin" / "mim")
-    run([python, "-m", "pip", "install", "--no-deps", "--no-compile", str(wheel)])
+    # --ignore-installed: the shared site-packages' editable hamseg must not count as installed
+    run(
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-compile",
+            "--ignore-installed",
+            str(wheel),
+        ]
+    )
     pip_mim = [python, "-m", "pip", "install", "-q", "openmim==0.3.9"]
     if subprocess.run(pip_mim, capture_output=True, timeout=600).returncode:
         pytest.skip("openmim 0.3.9 does not install here (no PyPI)")
@@ -74,6 +87,14 @@ def test_wheel_with_mmengine_hub_mim_and_apis(tmp_path):
     assert "Input shape: (33, 41)" in flops.stdout and "Flops:" in flops.stdout
     tool = [mim, "run", "hamseg", "mmseg_tool", "print_config", f"hamseg::{CONFIG}"]
     assert "type='HamHead'" in run(tool, cwd=cwd, env=env).stdout
+    # mmseg's tool names (issue 40): print_config keeps the example.py the line above wrote
+    named = run([mim, "run", "hamseg", "print_config", f"hamseg::{CONFIG}"], cwd=cwd, env=env)
+    assert "hamseg/.mim/tools/misc/print_config.py" in named.stdout
+    assert "example.py exists and is kept: written to example-1.py" in named.stdout
+    assert "type='HamHead'" in (cwd / "example-1.py").read_text()
+    publish = [mim, "run", "hamseg", "publish_model", "work/iter_2.pth", "work/demo_pub.pth"]
+    assert "hamseg/.mim/tools/misc/publish_model.py" in run(publish, cwd=cwd, env=env).stdout
+    assert len(list((cwd / "work").glob("demo_pub-*.pth"))) == 1
 
     # the opt-in startup line (docs/ecosystem.md): plain `import mmseg.apis` imports hamseg first
     (own / "hamseg-startup.pth").write_text("import hamseg\n")

@@ -218,7 +218,7 @@ def test_readme_tables_agree_with_the_metafile(folder):
 def test_the_index_says_where_weights_are_and_why_results_are_missing():
     with open(osp.join(REPO, "model-index.yml"), encoding="utf-8") as f:
         assert "local path relative to the folder\n# training ran in" in f.read()
-    without = sorted(m["Name"] for m in models() if "Results" not in m)
+    without = [m["Name"] for m in models() if "Results" not in m and not not_trained_here(m)]
     with open(osp.join(REPO, "configs", "hamnet", "metafile.yaml"), encoding="utf-8") as f:
         header = f.read().split("Collections:")[0]
     assert len(without) == 3 and "Three models have no Results" in header
@@ -229,3 +229,28 @@ def test_the_index_says_where_weights_are_and_why_results_are_missing():
     for folder in os.listdir(osp.join(REPO, "configs")):
         if osp.isdir(osp.join(REPO, "configs", folder)) and folder != "_base_":
             assert osp.isfile(osp.join(REPO, "configs", folder, "README.md")), folder
+
+
+def not_trained_here(model: dict) -> bool:
+    return model.get("Metadata", {}).get("Status") == "not trained here"
+
+
+def test_cityscapes_and_ade20k_models_are_marked_not_trained_here():
+    """mmseg's Cityscapes/ADE20K recipes with the HamNet head: no Results (no paper number, not
+    trained here), said in the index and in the README's rows."""
+    marked = [m for m in models() if not_trained_here(m)]
+    assert sorted(m["Name"] for m in marked) == sorted(
+        f"hamnet_r{d}-d8_{recipe}"
+        for d in (50, 101)
+        for recipe in (
+            "4xb2-80k_cityscapes-512x1024",
+            "4xb4-80k_ade20k-512x512",
+            "4xb4-160k_ade20k-512x512",
+        )
+    )
+    rows = table_rows(osp.join(REPO, "configs", "hamnet", "README.md"))
+    for model in marked:
+        assert "Results" not in model, model["Name"]
+        assert model["Metadata"]["Architecture"][0] in ("R-50-D8", "R-101-D8")
+        (row,) = [r for r in rows if any(f"]({model['Name']}.py)" in c for c in r)]
+        assert row.count("not trained here") == 2 and f"`{model['Weights']}`" in row, row

@@ -26,6 +26,7 @@ from hamseg.datasets.checks import (
     DatasetNotFoundError,
     check_dataset_paths,
     check_num_classes,
+    prepare_commands,
     validate_splits,
 )
 from hamseg.datasets.loading import CheckedLoadAnnotations, InvalidSampleError, label_problems
@@ -189,16 +190,13 @@ def test_raised_at_the_first_batch_that_holds_the_sample(data, tmp_path, workers
 @pytest.mark.parametrize(
     "config, root, command",
     [
-        ("configs/ham_voc.py", "VOCdevkit/VOC2012", PREPARE_VOC_AUG),
-        ("configs/ham_context.py", "VOCdevkit/VOC2010", PREPARE_CONTEXT),
-        (
-            "configs/demo/hamhead-nmf_r18-d8_context-shapes.py",
-            "context_shapes",
-            PREPARE_CONTEXT_SHAPES,
-        ),
+        ("configs/ham_voc.py", "VOCdevkit/VOC2012", "voc_aug"),
+        ("configs/ham_context.py", "VOCdevkit/VOC2010", "pascal_context"),
+        ("configs/demo/hamhead-nmf_r18-d8_context-shapes.py", "context_shapes", "context_shapes"),
     ],
 )
 def test_missing_dataset_folder_names_path_and_prepare_command(tmp_path, config, root, command):
+    """The command prepares the dataset where the config (here: moved) reads it."""
     cfg = Config.fromfile(osp.join(REPO, config))
     missing = str(tmp_path / "data" / root)
     for split in ("train", "val", "test"):
@@ -209,7 +207,20 @@ def test_missing_dataset_folder_names_path_and_prepare_command(tmp_path, config,
         check_dataset_paths(cfg)
     assert isinstance(info.value, FileNotFoundError)
     message = str(info.value)
+    command = prepare_commands(str(tmp_path / "data" / "VOCdevkit"), missing)[command]
     assert f"data_root folder {missing}" in message and command in message
+    assert str(tmp_path) in command.split()[-1]  # the output folder is the config's
+
+
+def test_prepare_commands_for_the_default_folders_are_the_documented_ones():
+    assert PREPARE_VOC_AUG == (
+        "python tools/dataset_converters/voc_aug.py data/VOCdevkit data/VOCdevkit/VOCaug"
+    )
+    assert PREPARE_CONTEXT == (
+        "python tools/dataset_converters/pascal_context.py data/VOCdevkit "
+        "data/VOCdevkit/VOC2010/trainval_merged.json"
+    )
+    assert PREPARE_CONTEXT_SHAPES == "python tools/dataset_converters/generate_context_shapes.py"
 
 
 def test_missing_split_file_and_subfolder_are_named(data, tmp_path):
@@ -256,6 +267,22 @@ def test_num_classes_must_match_the_dataset(data, tmp_path):
     voc.model.decode_head.num_classes = 20  # the classic "forgot the background" mistake
     with pytest.raises(ValueError, match=r"num_classes=20 .*PascalVOCDataset\) has 21 classes"):
         check_num_classes(voc)
+    with pytest.raises(ValueError, match=r"Set model.decode_head.num_classes=21 or change"):
+        check_num_classes(voc)
+
+
+def test_in_the_custom_template_the_class_count_error_names_classes_and_palette():
+    """The template computes the head's num_classes from classes: a num_classes variable or a
+    head override is not its knob; the error says which is."""
+    from hamseg.cli import build_config
+
+    custom = osp.join(REPO, "configs", "custom", "hamhead-nmf_r18-d8_custom.py")
+    cfg = build_config(custom, {"model.decode_head.num_classes": 4})
+    with pytest.raises(ValueError) as err:
+        check_num_classes(cfg)
+    assert "num_classes=" not in str(err.value).split(". ", 1)[1]
+    assert "the classes and palette variables set the head and every dataloader" in str(err.value)
+    assert "--cfg-options classes=... palette=..." in str(err.value)
 
 
 # ------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ default_hooks = dict(
         type="CheckpointHook", by_epoch=False, interval=5000, max_keep_ckpts=2, save_last=True
     ),
     sampler_seed=dict(type="DistSamplerSeedHook"),
-    # Validation predictions (image | prediction) every 500th validation image, in
+    # Validation images (ground truth | prediction) every 500th validation image, in
     # <work_dir>/<timestamp>/vis_data and TensorBoard.
     visualization=dict(type="SegVisualizationHook", draw=True, interval=500),
 )

@@ -54,7 +54,7 @@ default_hooks = dict(
     param_scheduler=dict(type="ParamSchedulerHook"),
     checkpoint=dict(type="CheckpointHook", by_epoch=False, interval=max_iters, max_keep_ckpts=1),
     sampler_seed=dict(type="DistSamplerSeedHook"),
-    # Validation predictions (image | prediction) under <work_dir>/<timestamp>/vis_data and in
+    # Validation images (ground truth | prediction) under <work_dir>/<timestamp>/vis_data and in
     # TensorBoard, every 10th validation batch.
     visualization=dict(type="SegVisualizationHook", draw=True, interval=10),
 )

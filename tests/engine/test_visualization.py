@@ -1,0 +1,72 @@
+"""``--show-dir`` paints every test image, every rank's (EveryRankVisualizationHook)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import os.path as osp
+import subprocess
+import sys
+
+import cv2
+import numpy as np
+import pytest
+import torch
+from mmengine.structures import PixelData
+from mmseg.structures import SegDataSample
+
+from hamseg.engine.visualization import pack_sample, unpack_sample
+from tests.conftest import REPO, TINY_FCN, write_tiny_dataset
+from tests.helpers import make_checkpoint
+
+
+@pytest.mark.parametrize("top", [2, 255, 300])  # 8-bit PNG up to 255, 16-bit above
+def test_packed_samples_keep_path_and_label_maps_exactly(top):
+    rng = np.random.default_rng(0)
+    gt = torch.from_numpy(rng.integers(0, top + 1, (1, 13, 17))).long()
+    gt[0, 0, 0] = top
+    pred = torch.from_numpy(rng.integers(0, 3, (1, 13, 17))).long()
+    sample = SegDataSample(metainfo={"img_path": "a/b/0007.jpg", "ori_shape": (13, 17)})
+    sample.gt_sem_seg, sample.pred_sem_seg = PixelData(data=gt), PixelData(data=pred)
+    sample.seg_logits = PixelData(data=torch.rand(3, 13, 17))  # large: not sent
+    packed = pack_sample(sample)
+    assert sorted(packed) == ["gt_sem_seg", "img_path", "pred_sem_seg"]
+    assert all(len(packed[k]) < 13 * 17 * 2 + 200 for k in ("gt_sem_seg", "pred_sem_seg"))
+    back = unpack_sample(packed)
+    assert back.img_path == "a/b/0007.jpg"
+    assert torch.equal(back.gt_sem_seg.data, gt) and torch.equal(back.pred_sem_seg.data, pred)
+
+
+def test_a_sample_without_labels_packs_its_prediction_only():
+    sample = SegDataSample(metainfo={"img_path": "x.png"})
+    sample.pred_sem_seg = PixelData(data=torch.ones(1, 5, 7, dtype=torch.long))
+    back = unpack_sample(pack_sample(sample))
+    assert "gt_sem_seg" not in back and back.pred_sem_seg.data.sum().item() == 35
+
+
+@pytest.mark.slow
+def test_dist_test_with_two_ranks_paints_every_test_image(tmp_path):
+    """5 val images on 2 gloo ranks (3 + 3, the sampler repeats one): 5 painted files, each the
+    ground truth | prediction of its own image, named as a single process names them."""
+    root = write_tiny_dataset(str(tmp_path / "data"), n_train=1, n_val=5)
+    ckpt = make_checkpoint(str(tmp_path / "tiny.pth"), config=TINY_FCN)
+    show = str(tmp_path / "show")
+    cmd = ["bash", osp.join(REPO, "tools", "dist_test.sh"), TINY_FCN, ckpt, "2", "--show-dir"]
+    cmd += [show, "--work-dir", str(tmp_path / "work"), "--cfg-options", f"data_root={root}"]
+    path = f"{osp.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"  # its `python`
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=REPO, PATH=path, PORT="29541")
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(key, None)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    where = osp.join(show, "vis_data", "vis_image")
+    painted = sorted(osp.basename(p) for p in glob.glob(osp.join(where, "*.png")))
+    assert painted == [f"test_{i:03d}.jpg_0.png" for i in range(5)]
+    log = proc.stdout + proc.stderr
+    assert "painted 5 test images of 2 rank(s)" in log
+    assert f"--show-dir: painted images (ground truth | prediction) written to {where}" in log
+    for i in range(5):  # left half: the image under its ground truth, right: the prediction
+        image = cv2.imread(osp.join(root, "img_dir", "val", f"{i:03d}.jpg"))
+        drawn = cv2.imread(osp.join(where, f"test_{i:03d}.jpg_0.png"))
+        h, w = image.shape[:2]
+        assert drawn.shape == (h, 2 * w, 3), (i, drawn.shape)
