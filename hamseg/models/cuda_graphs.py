@@ -1,4 +1,4 @@
-"""The hams' inference on CUDA replayed as CUDA graphs (docs/gpu.md, "The ham as a CUDA graph").
+"""The hams' inference on CUDA replayed as CUDA graphs (docs/gpu.md, "What hamseg does for you").
 
 A ham's K iterations are ~80 small kernels; on a GPU their launches, not their arithmetic, bound
 an eval forward. :func:`replay` captures the ham's forward once per input shape and then copies
