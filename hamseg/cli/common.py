@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 from mmengine.config import Config
+from mmengine.dataset import InfiniteSampler
 from mmengine.dist import is_main_process
 from mmengine.hooks import CheckpointHook
 from mmengine.logging import print_log
@@ -32,6 +33,8 @@ from hamseg.utils.messages import one_line
 
 #: The guards tools/train.py adds to every training config (hamseg.engine), in this order.
 GUARD_HOOKS = ("PreemptionHook", "NonFiniteLossHook", "RandomStateHook")
+#: mmengine's InfiniteSampler under the names a config may give it.
+_INFINITE = ("InfiniteSampler", "mmengine.InfiniteSampler", InfiniteSampler)
 #: ``--launcher`` choices, as in mmseg's tools.
 LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
 #: What OpenMPI's mpirun sets in every process; mmengine's mpi launcher reads them.
@@ -116,8 +119,9 @@ def _hook_class(entry: Any) -> Any:
 
 def add_guard_hooks(cfg: Config) -> list[str]:
     """What ``tools/train.py`` gives every config: the guards it lacks (its own entry of one,
-    under any registered name, wins with its options) and an ``AtomicCheckpointHook`` in place of
-    its ``CheckpointHook``, options kept. The scoped type names added or swapped in."""
+    under any registered name, wins with its options), an ``AtomicCheckpointHook`` in place of
+    its ``CheckpointHook`` (options kept) and a train loader that resumes at the sampler. The
+    type names added or swapped in."""
     hooks = list(cfg.get("custom_hooks") or [])
     present = [cls for cls in map(_hook_class, hooks) if isinstance(cls, type)]
     added = [
@@ -128,7 +132,22 @@ def add_guard_hooks(cfg: Config) -> list[str]:
     if isinstance(checkpoint, dict) and _hook_class(checkpoint) is CheckpointHook:
         checkpoint["type"] = "mmseg.AtomicCheckpointHook"
         added.append(checkpoint["type"])
-    return added
+    return added + _resumable_data(cfg.get("train_dataloader") or {})
+
+
+def _resumable_data(loader: dict) -> list[str]:
+    """The train loader's ``InfiniteSampler`` becomes a ``ResumableInfiniteSampler`` (same
+    indices) and its collate function tags batches with their worker's RNG state, so that a
+    resume skips the trained batches at the sampler; the names swapped in."""
+    sampler = loader.get("sampler")
+    if not isinstance(sampler, dict) or sampler.get("type") not in _INFINITE:
+        return []
+    sampler["type"] = "mmseg.ResumableInfiniteSampler"
+    collate = loader.get("collate_fn", dict(type="pseudo_collate"))
+    if not isinstance(collate, dict):  # a callable: its batches carry no state (replay)
+        return [sampler["type"]]
+    loader["collate_fn"] = dict(type="collate_with_worker_rng", collate=collate)
+    return [sampler["type"], "collate_with_worker_rng"]
 
 
 def enable_amp(cfg: Config, dtype: str | None = None) -> None:

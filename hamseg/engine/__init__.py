@@ -1,6 +1,6 @@
 """Training-engine pieces hamseg registers into mmseg: guard hooks (pre-emption, divergence,
-exact resume), crash-safe checkpoints, channels_last on CUDA, CPU mixed precision and CPU
-multi-process training, TTA."""
+exact resume), a sampler that resumes without loading the trained batches, crash-safe
+checkpoints, channels_last on CUDA, CPU mixed precision and CPU multi-process training, TTA."""
 
 from .amp import CPUAmpOptimWrapper
 from .channels_last import ChannelsLastHook
@@ -9,6 +9,7 @@ from .distributed import setup_cpu_distributed
 from .divergence import DIVERGED_EXIT_CODE, NonFiniteLossHook, TrainingDiverged
 from .preemption import PREEMPTED_EXIT_CODE, PreemptionHook, TrainingPreempted
 from .random_state import RandomStateHook
+from .resume_skip import ResumableInfiniteSampler, collate_with_worker_rng
 from .stop import TrainingStopped
 from .tta import HamSegTTAModel
 
@@ -22,9 +23,11 @@ __all__ = [
     "NonFiniteLossHook",
     "PreemptionHook",
     "RandomStateHook",
+    "ResumableInfiniteSampler",
     "TrainingDiverged",
     "TrainingPreempted",
     "TrainingStopped",
+    "collate_with_worker_rng",
     "find_latest_complete_checkpoint",
     "setup_cpu_distributed",
 ]
