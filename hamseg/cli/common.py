@@ -25,6 +25,7 @@ from hamseg.compat.package_lookup import config_file
 from hamseg.datasets.checks import ClassCountError
 from hamseg.datasets.loading import InvalidSampleError
 from hamseg.engine import TrainingStopped, setup_cpu_distributed
+from hamseg.engine.launcher import watch_launcher
 from hamseg.engine.preemption import ignore_signals_until_exit
 from hamseg.engine.stop import leave_process_group
 from hamseg.utils.config import merge_cfg_options
@@ -105,6 +106,8 @@ def build_config(
     if launcher in _LAUNCH:
         _check_launch_env(launcher)
     os.environ.setdefault("LOCAL_RANK", str(local_rank))
+    if launcher == "pytorch":
+        watch_launcher()  # torchrun's death stops this rank; a warning about torchrun's settings
     setup_cpu_distributed(cfg, launcher)
     return cfg
 
@@ -194,9 +197,10 @@ def run_cli(main: Callable[[], None]) -> None:
     missing file or dataset, an invalid sample, a class count that differs from the dataset's,
     an unsafe or corrupt checkpoint, also when raised in a DataLoader worker. A run stopped on
     purpose (:class:`~hamseg.engine.stop.TrainingStopped`: signal 75, divergence 65) is one
-    line from the main rank and its exit code (also written to ``$HAMSEG_RANK_CODES/$RANK``), with
-    the hook's signals ignored until the exit; Ctrl-C that aborts (a second one) is one line and
-    130. Anything else keeps its traceback. A distributed run leaves its process group first.
+    line from the main rank and its exit code (also written to
+    ``$HAMSEG_RANK_CODES/code.RANK``), with the hook's signals ignored until the exit; Ctrl-C
+    that aborts (a second one) is one line and 130. Anything else keeps its traceback. A
+    distributed run leaves its process group first.
     """
     user_errors = (UsageError, FileNotFoundError, InvalidSampleError, ClassCountError)
     user_errors += (UnsafeCheckpointError, CorruptCheckpointError)
@@ -210,7 +214,7 @@ def run_cli(main: Callable[[], None]) -> None:
         exit_code = stop.exit_code
         codes = os.environ.get("HAMSEG_RANK_CODES")  # tools/dist_train.sh passes the code on
         if codes:
-            with open(osp.join(codes, os.environ.get("RANK", "0")), "w") as f:
+            with open(osp.join(codes, f"code.{os.environ.get('RANK', '0')}"), "w") as f:
                 f.write(str(exit_code))
     except user_errors as err:
         print(f"error: {user_message(err)}", file=sys.stderr)

@@ -178,7 +178,7 @@ def fake_srun(tmp_path) -> dict:
     )
     fake.chmod(0o755)
     env = dict(PATH=f"{tmp_path}{os.pathsep}{os.environ['PATH']}", SRUN_LOG=str(tmp_path / "log"))
-    return env  # GPUS, GPUS_PER_NODE unset: mmseg's defaults, 4 and 4
+    return env  # GPUS, GPUS_PER_NODE unset: the recipes' 8 and 8
 
 
 def srun_argv(tmp_path) -> list[str]:
@@ -194,7 +194,8 @@ def test_slurm_train_passes_everything_after_the_config_to_train_py(tmp_path):
     result = run(["bash", script, "gpu", "job", "configs/ham_voc.py", *OPTIONS], env)
     assert result.returncode == 0, result.stderr
     argv = srun_argv(tmp_path)
-    assert argv[:2] == ["-p", "gpu"] and "--ntasks=4" in argv and "--gres=gpu:4" in argv  # mmseg's
+    assert argv[:2] == ["-p", "gpu"] and "--ntasks=8" in argv and "--gres=gpu:8" in argv  # 8x2
+    assert "--disable-status" in argv  # one Ctrl-C (or SIGTERM, sent as SIGINT) reaches the tasks
     tail = argv[argv.index("python") :]
     assert tail[2].endswith("tools/train.py")
     assert tail[3:] == ["configs/ham_voc.py", "--launcher", "slurm", *OPTIONS]
@@ -239,9 +240,9 @@ def test_slurm_submit_is_a_requeueable_batch_job_that_always_resumes(tmp_path):
     result = run(["bash", script, "configs/ham_voc.py", "--amp", "--cfg-options", "a=1"], env)
     assert result.returncode == 0, result.stderr
     argv = srun_argv(tmp_path)
-    assert argv[:2] == ["--kill-on-bad-exit=1", "python"]
-    assert argv[3] == osp.join(REPO, "tools", "train.py")
-    assert argv[4:] == [
+    assert argv[:3] == ["--kill-on-bad-exit=1", "--disable-status", "python"]
+    assert argv[4] == osp.join(REPO, "tools", "train.py")
+    assert argv[5:] == [
         "configs/ham_voc.py",
         "--launcher",
         "slurm",
