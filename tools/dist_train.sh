@@ -29,8 +29,4 @@ supervise TERM python -m torch.distributed.run \
 for PID in $(cat "$CODES"/pid.* 2>/dev/null); do # torchrun killed: its ranks stop by themselves
     while kill -0 "$PID" 2>/dev/null; do sleep 0.2; done
 done
-STOPS=$(sort -u "$CODES"/code.* 2>/dev/null | tr '\n' ' ' || true) # "75 ": all 75
-if [[ $CODE -ne 0 && $(ls "$CODES" | grep -c '^code\.' || true) -eq $GPUS && $STOPS =~ ^(75|65)\ $ ]]; then
-    CODE=${STOPS% }
-fi
-exit "$CODE"
+exit "$(stop_code "$CODE" "$CODES" "$GPUS")"

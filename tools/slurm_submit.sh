@@ -26,8 +26,11 @@ ROOT=${HAMSEG_ROOT:-${SLURM_SUBMIT_DIR:-$(cd "$(dirname "$0")/.." && pwd)}}
 export MASTER_PORT=${MASTER_PORT:-$((20000 + ${SLURM_JOB_ID:-0} % 20000))}
 echo "hamseg: job ${SLURM_JOB_ID:-?} start $((${SLURM_RESTART_COUNT:-0} + 1)) on ${SLURM_JOB_NODELIST:-?}"
 source "$ROOT/tools/lib/supervise.sh"
-export PYTHONPATH="$ROOT:${PYTHONPATH:-}"
+# where each task writes its exit code if it stops on purpose: a folder every node can see
+CODES=$(mktemp -d "$ROOT/.hamseg-exit.XXXXXX" 2>/dev/null || mktemp -d)
+trap 'rm -rf "$CODES"' EXIT
+export HAMSEG_RANK_CODES=$CODES PYTHONPATH="$ROOT:${PYTHONPATH:-}"
 CODE=0
 supervise INT srun --kill-on-bad-exit=1 --disable-status \
     python -u "$ROOT/tools/train.py" "$CONFIG" --launcher slurm --resume "${@:2}" || CODE=$?
-exit "$CODE"
+exit "$(stop_code "$CODE" "$CODES" "${SLURM_NTASKS:-1}")"

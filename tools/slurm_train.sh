@@ -21,10 +21,13 @@ CPUS_PER_TASK=${CPUS_PER_TASK:-5}
 SRUN_ARGS=${SRUN_ARGS:-}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$ROOT/tools/lib/supervise.sh"
-export PYTHONPATH="$ROOT:${PYTHONPATH:-}"
+# where each task writes its exit code if it stops on purpose: a folder every node can see
+CODES=$(mktemp -d "$ROOT/.hamseg-exit.XXXXXX" 2>/dev/null || mktemp -d)
+trap 'rm -rf "$CODES"' EXIT
+export HAMSEG_RANK_CODES=$CODES PYTHONPATH="$ROOT:${PYTHONPATH:-}"
 CODE=0
 supervise INT srun -p "$PARTITION" --job-name="$JOB_NAME" \
     --gres=gpu:"$GPUS_PER_NODE" --ntasks="$GPUS" --ntasks-per-node="$GPUS_PER_NODE" \
     --cpus-per-task="$CPUS_PER_TASK" --kill-on-bad-exit=1 --disable-status $SRUN_ARGS \
     python -u "$ROOT/tools/train.py" "$CONFIG" --launcher slurm "${@:4}" || CODE=$?
-exit "$CODE"
+exit "$(stop_code "$CODE" "$CODES" "$GPUS")"

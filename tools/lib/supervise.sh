@@ -31,3 +31,17 @@ _supervise_pass_on() {
     trap '' USR1 INT TERM HUP
     kill -"$1" "$SUPERVISED" 2>/dev/null || true
 }
+
+# stop_code CODE CODES TASKS: the exit code of a run whose launcher returned CODE: 75 (or 65)
+# when all TASKS ranks wrote that code to CODES/code.RANK (they stopped on purpose: a signal, a
+# divergence), although the launcher reports a failure (torchrun says 1; srun's
+# --kill-on-bad-exit SIGKILLs the ranks still exiting once the first has exited with 75).
+stop_code() {
+    local code=$1 codes=$2 tasks=$3 stops wrote
+    stops=$(sort -u "$codes"/code.* 2>/dev/null | tr '\n' ' ' || true) # "75 ": all 75
+    wrote=$(ls "$codes" | grep -c '^code\.' || true)
+    if [[ $code -ne 0 && $wrote -eq $tasks && $stops =~ ^(75|65)\ $ ]]; then
+        code=${stops% }
+    fi
+    echo "$code"
+}
