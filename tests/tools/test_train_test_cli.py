@@ -306,3 +306,23 @@ def test_mpi_launcher_trains_with_the_variables_mpirun_sets(tmp_path, tiny_data)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Distributed launcher: mpi" in result.stdout + result.stderr
     assert load(osp.join(work, "iter_2.pth"))["meta"]["iter"] == 2
+
+
+@pytest.mark.slow
+def test_resuming_with_a_longer_schedule_is_refused_before_anything_is_written(tmp_path, tiny_data):
+    work = str(tmp_path / "work")
+    train(work, tiny_data, 4)
+    dumped = osp.join(work, "tiny_fcn.py")
+    before = open(dumped).read()
+    options = [*data_options(tiny_data), "max_iters=8"]
+    path = osp.join(work, "iter_4.pth")
+    cmd = [sys.executable, TRAIN, TINY_FCN, "--work-dir", work, "--resume", path]
+    result = run([*cmd, "--cfg-options", *options])
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.strip() == (
+        f"error: --resume {path}: it was trained with schedulers ending at [4] (max_iters=4), "
+        "this config's end at [8] (max_iters=8), and resuming keeps the checkpoint's: resume it "
+        "with --cfg-options max_iters=4, or train longer from its weights in a new run "
+        f"(--cfg-options load_from={path} max_iters=8, without --resume)"
+    )
+    assert open(dumped).read() == before  # the dumped config is the trained one still
