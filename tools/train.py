@@ -70,6 +70,12 @@ def parse_args() -> argparse.Namespace:
         help="train although --cfg-options leave the last scheduler ending before/after "
         "train_cfg.max_iters",
     )
+    parser.add_argument(
+        "--extend-schedule",
+        action="store_true",
+        help="--resume a checkpoint trained with other scheduler ends: rebuild this config's "
+        "schedulers at its iteration (else refused)",
+    )
     parser.add_argument("--launcher", choices=LAUNCHERS, default="none", help="job launcher")
     parser.add_argument("--local_rank", "--local-rank", type=int, default=0)
     return parser.parse_args()
@@ -86,7 +92,7 @@ def main() -> None:
     if done:
         print_log(done, "current")
         return
-    check_resumed_schedule(cfg, target)
+    check_resumed_schedule(cfg, target, args.extend_schedule)
     added = add_guard_hooks(cfg)
     if added:
         print_log(f"Guard hooks added: {', '.join(added)}", "current")

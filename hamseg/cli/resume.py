@@ -52,11 +52,13 @@ def _trained_schedule(checkpoint: dict) -> tuple[int | None, list[int]]:
     return max_iters, ends
 
 
-def check_resumed_schedule(cfg: Config, target: Optional[str]) -> None:
+def check_resumed_schedule(cfg: Config, target: Optional[str], extend: bool = False) -> None:
     """Refuse (:class:`CLIError`) to resume ``target`` with other scheduler ends than it was
     trained with: mmengine restores the schedulers (their ends too) from the checkpoint and the
     loop's length from the config, so a longer schedule would go on at the final learning
-    rate. (Another ``train_cfg.max_iters`` alone, the loop's end, is resumed as mmseg does.)"""
+    rate. (Another ``train_cfg.max_iters`` alone, the loop's end, is resumed as mmseg does.)
+    ``extend``: resume with the config's schedulers, rebuilt at the checkpoint's iteration
+    (:class:`~hamseg.engine.ExtendScheduleHook`, added to ``cfg``)."""
     if target is None or not (checkpoint := _load(target)):
         return
     trained, trained_ends = _trained_schedule(checkpoint)
@@ -64,12 +66,16 @@ def check_resumed_schedule(cfg: Config, target: Optional[str]) -> None:
     if not trained_ends or trained_ends == ends:
         return
     trained = trained or trained_ends[-1]
+    if extend:
+        cfg.custom_hooks = [*(cfg.get("custom_hooks") or []), dict(type="mmseg.ExtendScheduleHook")]
+        return
     raise CLIError(
         f"--resume {target}: it was trained with schedulers ending at {trained_ends} "
         f"(max_iters={trained}), this config's end at {ends} (max_iters={max_iters}), and "
         f"resuming keeps the checkpoint's: resume it with --cfg-options max_iters={trained}, or "
         f"train longer from its weights in a new run (--cfg-options load_from={target} "
-        f"max_iters={max_iters}, without --resume)"
+        f"max_iters={max_iters}, without --resume; or --extend-schedule: this config's "
+        "schedulers, rebuilt at the checkpoint's iteration)"
     )
 
 

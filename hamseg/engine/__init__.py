@@ -7,6 +7,7 @@ from .channels_last import ChannelsLastHook
 from .checkpoints import AtomicCheckpointHook, find_latest_complete_checkpoint
 from .distributed import setup_cpu_distributed
 from .divergence import DIVERGED_EXIT_CODE, NonFiniteLossHook, TrainingDiverged
+from .extend_schedule import ExtendScheduleHook
 from .preemption import PREEMPTED_EXIT_CODE, PreemptionHook, TrainingPreempted
 from .random_state import RandomStateHook
 from .resume_skip import ResumableInfiniteSampler, collate_with_worker_rng
@@ -18,6 +19,7 @@ __all__ = [
     "PREEMPTED_EXIT_CODE",
     "AtomicCheckpointHook",
     "CPUAmpOptimWrapper",
+    "ExtendScheduleHook",
     "ChannelsLastHook",
     "HamSegTTAModel",
     "NonFiniteLossHook",

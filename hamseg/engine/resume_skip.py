@@ -112,16 +112,17 @@ def worker_slots(loader: Any) -> list | None:
 
 
 def can_skip(loop: Any, workers: list | None) -> bool:
-    """Whether :func:`restart_at` can resume ``loop`` exactly: a ``ResumableInfiniteSampler``,
-    a batch size, in-order batches, and a saved state slot for every worker (``workers``)."""
+    """Whether :func:`restart_at` can resume ``loop`` exactly: a ``ResumableInfiniteSampler``, a
+    batch size, in-order batches, batches that carry their worker's state, and a saved state
+    slot for every worker (``workers``, from the checkpoint)."""
     loader = loop.dataloader
-    tagged = loader.num_workers == 0 or (workers is not None and len(workers) == loader.num_workers)
-    in_order = getattr(loader, "in_order", True)
+    slots = worker_slots(loader)
     return (
         isinstance(loader.sampler, ResumableInfiniteSampler)
         and bool(loader.batch_size)
-        and tagged
-        and in_order
+        and getattr(loader, "in_order", True)
+        and slots is not None
+        and (not slots or (workers is not None and len(workers) == len(slots)))
     )
 
 

@@ -95,7 +95,8 @@ def test_resuming_with_other_scheduler_ends_is_refused_in_one_line(tmp_path):
         f"--resume {path}: it was trained with schedulers ending at [1, 4] (max_iters=4), this "
         "config's end at [1, 8] (max_iters=8), and resuming keeps the checkpoint's: resume it "
         f"with --cfg-options max_iters=4, or train longer from its weights in a new run "
-        f"(--cfg-options load_from={path} max_iters=8, without --resume)"
+        f"(--cfg-options load_from={path} max_iters=8, without --resume; or --extend-schedule: "
+        "this config's schedulers, rebuilt at the checkpoint's iteration)"
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import os.path as osp
+import re
 import subprocess
 import sys
 
@@ -309,7 +310,7 @@ def test_mpi_launcher_trains_with_the_variables_mpirun_sets(tmp_path, tiny_data)
 
 
 @pytest.mark.slow
-def test_resuming_with_a_longer_schedule_is_refused_before_anything_is_written(tmp_path, tiny_data):
+def test_a_longer_schedule_on_resume_is_refused_or_rebuilt_with_extend_schedule(tmp_path, tiny_data):
     work = str(tmp_path / "work")
     train(work, tiny_data, 4)
     dumped = osp.join(work, "tiny_fcn.py")
@@ -323,6 +324,21 @@ def test_resuming_with_a_longer_schedule_is_refused_before_anything_is_written(t
         f"error: --resume {path}: it was trained with schedulers ending at [4] (max_iters=4), "
         "this config's end at [8] (max_iters=8), and resuming keeps the checkpoint's: resume it "
         "with --cfg-options max_iters=4, or train longer from its weights in a new run "
-        f"(--cfg-options load_from={path} max_iters=8, without --resume)"
+        f"(--cfg-options load_from={path} max_iters=8, without --resume; or --extend-schedule: "
+        "this config's schedulers, rebuilt at the checkpoint's iteration)"
     )
     assert open(dumped).read() == before  # the dumped config is the trained one still
+    # --extend-schedule: this config's schedulers, as if the run had had them from the start
+    extended = run([*cmd, "--extend-schedule", "--cfg-options", *options])
+    assert extended.returncode == 0, extended.stderr[-3000:]
+    assert re.search(
+        r"--extend-schedule: the config's schedulers \(ending at \[8\], the checkpoint's at "
+        r"\[4\]\) rebuilt at iteration 4: lr \S+ -> \S+",
+        extended.stdout,
+    )
+    straight = str(tmp_path / "straight")
+    train(straight, tiny_data, 8)
+    got, want = load(osp.join(work, "iter_8.pth")), load(osp.join(straight, "iter_8.pth"))
+    assert got["param_schedulers"] == want["param_schedulers"]  # steps, ends, last values
+    lrs = [[g["lr"] for g in c["optimizer"]["param_groups"]] for c in (got, want)]
+    assert lrs[0] == lrs[1]
