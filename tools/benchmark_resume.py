@@ -7,7 +7,8 @@ For each N of ``--at`` the checkpoint is copied with its iteration counters (``m
 schedulers' ``last_step``) set to N: what a resume does before the first iteration depends on N
 only through them. Each run is ``tools/train.py CONFIG --resume --skip-data-check`` in a fresh
 work dir, timed from launch to its log line of iteration N + 1, then killed; runs alternate
-between the Ns (and this checkout and ``--baseline-root``'s), ``--repeats`` rounds.
+between the Ns (and this checkout and ``--baseline-root``'s), ``--repeats`` rounds; the last
+lines give, per checkout, the difference between the largest and the smallest N within a round.
 """
 
 from __future__ import annotations
@@ -87,6 +88,14 @@ def main() -> None:
     for (name, n), values in times.items():
         spread = f"{min(values):.1f}-{max(values):.1f}"
         print(f"{name} N={n}: median {statistics.median(values):.1f} s ({spread}, n={len(values)})")
+    first, last = min(args.at), max(args.at)
+    for name in roots:  # paired by round: the same load on both
+        gaps = [b - a for a, b in zip(times[name, first], times[name, last])]
+        spread = f"{min(gaps):+.1f} to {max(gaps):+.1f}"
+        print(
+            f"{name} N={last} minus N={first}, per round: mean {statistics.mean(gaps):+.1f} s "
+            f"({spread}, n={len(gaps)})"
+        )
     shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import os
 import os.path as osp
+import queue
 import re
+import shutil
 import signal
+import site
+import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -116,7 +121,7 @@ def test_a_checkpoint_slower_than_torchruns_30_s_completes_under_dist_train_sh(t
 def fake_srun(tmp_path) -> dict:
     """``srun`` on PATH is tests/tools/fake_srun.py; the environment to run the scripts in."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    bin_dir.mkdir(exist_ok=True)
     script = bin_dir / "srun"
     fake = osp.join(REPO, "tests", "tools", "fake_srun.py")
     script.write_text(f'#!/usr/bin/env bash\nexec {sys.executable} {fake} "$@"\n')
@@ -126,20 +131,24 @@ def fake_srun(tmp_path) -> dict:
     return dict(PATH=path, FAKE_SRUN_PIDS=pids, GPUS="2", GPUS_PER_NODE="2")
 
 
+def slurm_train(tmp_path, config: str, work: str, data: str, *extra: str):
+    """tools/slurm_train.sh with 2 tasks around tests/tools/fake_srun.py, leading its own
+    process group."""
+    env = dict(fake_srun(tmp_path), MASTER_PORT=str(free_port()))
+    cmd = ["bash", osp.join(REPO, "tools", "slurm_train.sh"), "part", "job", config]
+    cmd += ["--work-dir", work, *extra, "--cfg-options", *data_options(data), "max_iters=5"]
+    return start_process(cmd, env, new_session=True)
+
+
 @pytest.mark.parametrize("sig", ["SIGUSR1", "SIGTERM"])
 def test_a_signal_to_slurm_train_sh_reaches_every_task_once(tmp_path, tiny_data, sig):
     """srun passes SIGUSR1 on, but would SIGKILL the tasks on SIGTERM: the script sends it
-    SIGINT instead (``--disable-status``: passed on at once)."""
-    config = write_config(
-        tmp_path / "slurm.py",
-        TINY_FCN,
-        "custom_hooks = [dict(type='SignalAtIterHook', at=2, mode='wait', rank=1)]",
-    )
+    SIGINT instead (``--disable-status``: passed on at once). The SIGUSR1 run then resumes
+    to the weights of an uninterrupted one."""
+    hook = "custom_hooks = [dict(type='SignalAtIterHook', at=2, mode='wait', rank=1)]"
+    config = write_config(tmp_path / "slurm.py", TINY_HAM, *WORKERS, hook)
     work = str(tmp_path / "work")
-    env = dict(fake_srun(tmp_path), MASTER_PORT=str(free_port()))
-    cmd = ["bash", osp.join(REPO, "tools", "slurm_train.sh"), "part", "job", config]
-    cmd += ["--work-dir", work, "--cfg-options", *data_options(tiny_data), "max_iters=5"]
-    proc, lines = start_process(cmd, env, new_session=True)
+    proc, lines = slurm_train(tmp_path, config, work, tiny_data)
     wait_for_line(lines, r"SIGNAL ME \d+", proc)
     os.killpg(proc.pid, signal.Signals[sig])
     code, output = finish(proc, lines, timeout=300)
@@ -151,6 +160,14 @@ def test_a_signal_to_slurm_train_sh_reaches_every_task_once(tmp_path, tiny_data,
     task_pids = [int(p) for p in open(tmp_path / "task_pids").read().split()]
     assert len(task_pids) == 2 and not any(osp.exists(f"/proc/{p}") for p in task_pids)
     assert_nothing_left(work)
+    if sig == "SIGTERM":
+        return
+    code, output = finish(*slurm_train(tmp_path, config, work, tiny_data, "--resume"))
+    assert code == 0 and "2 trained batches skipped at the sampler" in output, output[-3000:]
+    reference = write_config(tmp_path / "reference.py", TINY_HAM, *WORKERS)
+    ref_work = str(tmp_path / "reference")
+    assert finish(*slurm_train(tmp_path, reference, ref_work, tiny_data))[0] == 0
+    assert_same_training_state(osp.join(work, "iter_5.pth"), osp.join(ref_work, "iter_5.pth"))
 
 
 LAUNCH = {
@@ -201,3 +218,63 @@ def test_the_warning_names_what_torchrun_would_lose(monkeypatch):
     monkeypatch.setenv("TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGTERM,SIGINT,SIGUSR1")
     monkeypatch.setenv("PET_SHUTDOWN_TIMEOUT", "600")
     assert launcher_warning(parent) is None
+
+
+def test_mim_train_from_the_wheel_stops_both_ranks_on_sigusr1(tmp_path, tiny_data):
+    """The real ``mim train hamseg CONFIG --launcher pytorch --gpus 2`` (openmim 0.3.9, hamseg's
+    wheel in a fresh venv): SIGUSR1 to its process group ends mim and torchrun at once; both
+    ranks still stop after the same iteration with one checkpoint."""
+    from tests.packaging.test_wheel import build, run
+
+    _, wheel = build(tmp_path)
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", str(venv)])
+    (own,) = venv.glob("lib/python*/site-packages")
+    shared = [p for p in site.getsitepackages() if osp.isdir(p)]
+    (own / "shared.pth").write_text("\n".join(shared) + "\n")
+    python, mim = str(venv / "bin" / "python"), str(venv / "bin" / "mim")
+    run([python, "-m", "pip", "install", "--no-deps", "--no-compile", str(wheel)])
+    pip_mim = [python, "-m", "pip", "install", "-q", "openmim==0.3.9"]
+    if subprocess.run(pip_mim, capture_output=True, timeout=600).returncode:
+        pytest.skip("openmim 0.3.9 does not install here (no PyPI)")
+    hooks = tmp_path / "hooks"  # the test hooks, importable without the checkout's hamseg
+    hooks.mkdir()
+    shutil.copy(osp.join(REPO, "tests", "robust", "fault_hooks.py"), hooks)
+    config = tmp_path / "mim_cfg.py"
+    config.write_text(
+        f"_base_ = [{TINY_FCN!r}]\n"
+        "custom_imports = dict(imports=['hamseg', 'fault_hooks'], allow_failed_imports=False)\n"
+        "custom_hooks = [dict(type='SignalAtIterHook', at=2, mode='wait')]\n"
+        "default_hooks = dict(checkpoint=dict(interval=100))\n"
+    )
+    work = str(tmp_path / "work")
+    cmd = [mim, "train", "hamseg", str(config), "--launcher", "pytorch", "--gpus", "2"]
+    cmd += ["--port", str(free_port()), "--work-dir", work]
+    cmd += ["--cfg-options", *data_options(tiny_data), "max_iters=5"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PYTHONPATH=str(hooks), OMP_NUM_THREADS="1", PATH=f"{venv / 'bin'}:{env['PATH']}")
+    proc = subprocess.Popen(
+        cmd,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    wait_for_line(lines, f"{own}/hamseg/.mim/tools/train.py", proc)  # mim's command line
+    wait_for_line(lines, r"SIGNAL ME \d+", proc)
+    os.killpg(proc.pid, signal.SIGUSR1)
+    assert_nothing_left(work, timeout=240)
+    code, output = finish(proc, lines, timeout=60)
+    assert code == -signal.SIGUSR1  # mim itself died of it
+    assert output.count("training stopped by SIGTERM after iteration 2") == 1
+    assert_stopped_at(work, 2)

@@ -84,7 +84,8 @@ def test_resume_continues_iterations_optimizer_and_schedule(tmp_path, tiny_data)
 def test_resume_from_explicit_path_and_test_tool(tmp_path, tiny_data):
     work = str(tmp_path / "work")
     train(work, tiny_data, 5)
-    train(work, tiny_data, 10, "--resume", osp.join(work, "iter_5.pth"))
+    # a longer schedule than the checkpoint's: rebuilt on request (else refused)
+    train(work, tiny_data, 10, "--resume", osp.join(work, "iter_5.pth"), "--extend-schedule")
     assert load(osp.join(work, "iter_10.pth"))["meta"]["iter"] == 10
     out = str(tmp_path / "pred")
     cmd = [sys.executable, TEST, TINY_FCN, osp.join(work, "iter_10.pth"), "--work-dir", work]
@@ -310,7 +311,9 @@ def test_mpi_launcher_trains_with_the_variables_mpirun_sets(tmp_path, tiny_data)
 
 
 @pytest.mark.slow
-def test_a_longer_schedule_on_resume_is_refused_or_rebuilt_with_extend_schedule(tmp_path, tiny_data):
+def test_a_longer_schedule_on_resume_is_refused_or_rebuilt_with_extend_schedule(
+    tmp_path, tiny_data
+):
     work = str(tmp_path / "work")
     train(work, tiny_data, 4)
     dumped = osp.join(work, "tiny_fcn.py")
