@@ -272,7 +272,8 @@ def test_bare_resume_with_a_load_from_config_trains_then_continues(tmp_path, tin
     )
     work = str(tmp_path / "work")
     cmd = [sys.executable, TRAIN, str(config), "--work-dir", work, "--resume", "--cfg-options"]
-    first = run([*cmd, *data_options(tiny_data), "max_iters=4"])
+    # a 7-iteration schedule whose first start ends its loop at 4 (the schedule unchanged)
+    first = run([*cmd, *data_options(tiny_data), "max_iters=7", "train_cfg.max_iters=4"])
     assert first.returncode == 0, first.stderr[-3000:]
     assert "a new run from load_from=" in first.stdout + first.stderr
     started = load(osp.join(work, "rank0.pth"))
