@@ -31,6 +31,8 @@ import torch  # noqa: E402
 import hamseg  # noqa: E402,F401  (the checkpoint allow-list)
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+#: Student's t, two-sided 95%, by degrees of freedom (``--repeats`` - 1).
+_T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
 
 
 def at_iteration(checkpoint: str, step: int, out: str) -> str:
@@ -72,7 +74,7 @@ def main() -> None:
     p.add_argument("config")
     p.add_argument("checkpoint", help="a checkpoint of CONFIG's run (any iteration)")
     p.add_argument("--at", type=int, nargs="+", default=[10, 2000])
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=5, help="rounds (at least 2)")
     p.add_argument("--baseline-root", help="another checkout to time the same way")
     p.add_argument("--cfg-options", nargs="*", default=[], help="key=value for train.py")
     args = p.parse_args()
@@ -91,10 +93,11 @@ def main() -> None:
     first, last = min(args.at), max(args.at)
     for name in roots:  # paired by round: the same load on both
         gaps = [b - a for a, b in zip(times[name, first], times[name, last])]
-        spread = f"{min(gaps):+.1f} to {max(gaps):+.1f}"
+        mean, listed = statistics.mean(gaps), ", ".join(f"{g:+.1f}" for g in gaps)
+        half = _T95.get(len(gaps) - 1, 1.96) * statistics.stdev(gaps) / len(gaps) ** 0.5
         print(
-            f"{name} N={last} minus N={first}, per round: mean {statistics.mean(gaps):+.1f} s "
-            f"({spread}, n={len(gaps)})"
+            f"{name} N={last} minus N={first}, per round: mean {mean:+.1f} s, 95% interval "
+            f"{mean - half:+.1f} to {mean + half:+.1f} (t, n={len(gaps)}; {listed})"
         )
     shutil.rmtree(folder, ignore_errors=True)
 
