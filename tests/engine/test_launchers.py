@@ -32,8 +32,6 @@ from tests.engine.test_preemption import (
 )
 from tests.robust.helpers import TINY_HAM, data_options, finish, start_process, wait_for_line
 
-pytestmark = pytest.mark.slow
-
 #: Both ranks' workers draw random flips: an exact resume must restart them where they were.
 WORKERS = (
     "randomness = dict(seed=7, diff_rank_seed=True, deterministic=True)",
@@ -74,6 +72,7 @@ def assert_stopped_at(work: str, step: int) -> None:
     assert is_complete_checkpoint(path) and torch.load(path)["meta"]["iter"] == step
 
 
+@pytest.mark.slow
 def test_sigusr1_to_dist_train_sh_stops_both_ranks_and_resume_is_exact(tmp_path, tiny_data):
     """What ``srun bash tools/dist_train.sh`` under ``#SBATCH --signal=USR1@180`` does: SIGUSR1
     to the script's process group (before: bash and torchrun died at once, the ranks trained
@@ -100,6 +99,7 @@ def test_sigusr1_to_dist_train_sh_stops_both_ranks_and_resume_is_exact(tmp_path,
     assert_same_training_state(osp.join(work, "iter_7.pth"), osp.join(ref_work, "iter_7.pth"))
 
 
+@pytest.mark.slow
 def test_a_checkpoint_slower_than_torchruns_30_s_completes_under_dist_train_sh(tmp_path, tiny_data):
     config = write_config(
         tmp_path / "slow.py",
@@ -140,6 +140,7 @@ def slurm_train(tmp_path, config: str, work: str, data: str, *extra: str):
     return start_process(cmd, env, new_session=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGUSR1", "SIGTERM"])
 def test_a_signal_to_slurm_train_sh_reaches_every_task_once(tmp_path, tiny_data, sig):
     """srun passes SIGUSR1 on, but would SIGKILL the tasks on SIGTERM: the script sends it
@@ -178,6 +179,7 @@ LAUNCH = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("launch", ["torchrun", "mim"])
 def test_plain_torchrun_dying_of_sigusr1_still_stops_its_ranks(tmp_path, tiny_data, launch):
     """torchrun's defaults do not handle SIGUSR1, which ends it at once (its ranks, in their own
@@ -220,6 +222,7 @@ def test_the_warning_names_what_torchrun_would_lose(monkeypatch):
     assert launcher_warning(parent) is None
 
 
+@pytest.mark.slow
 def test_mim_train_from_the_wheel_stops_both_ranks_on_sigusr1(tmp_path, tiny_data):
     """The real ``mim train hamseg CONFIG --launcher pytorch --gpus 2`` (openmim 0.3.9, hamseg's
     wheel in a fresh venv): SIGUSR1 to its process group ends mim and torchrun at once; both
