@@ -113,8 +113,9 @@ def head_config(
     for flag, path in (("--config", config), ("--data-config", data_config)):
         try:
             paths[flag] = path and config_file(path)
-        except FileNotFoundError as err:
-            raise FileNotFoundError(f"{flag} {path}: {err}") from None
+        except FileNotFoundError as err:  # a packaged name says where it looked
+            detail = err if "::" in path else "no such config file"
+            raise FileNotFoundError(f"{flag} {path}: {detail}") from None
     cfg = Config.fromfile(paths["--config"])
     if data_config:
         data = Config.fromfile(paths["--data-config"])
