@@ -3,7 +3,10 @@
 # survives time limits and pre-emption, submit tools/slurm_submit.sh with sbatch instead).
 #   bash tools/slurm_train.sh PARTITION JOB_NAME CONFIG [train.py options]
 #   GPUS=4 GPUS_PER_NODE=4 bash tools/slurm_train.sh gpu ham_voc configs/ham_voc.py --work-dir wd --resume
-# Everything after CONFIG goes to tools/train.py unchanged (as in mmseg 1.x).
+# Everything after CONFIG goes to tools/train.py unchanged (as in mmseg 1.x). GPUS defaults to
+# the recipes' 8 (8 GPUs x 2 images, configs/hamnet). SIGUSR1, SIGTERM, SIGINT (Ctrl-C) or SIGHUP
+# sent to this script or its process group reach every task once (SIGTERM/SIGHUP as SIGINT:
+# srun would SIGKILL the tasks); all stop after the same iteration with one checkpoint.
 set -euo pipefail
 PARTITION=$1
 JOB_NAME=$2
@@ -12,12 +15,19 @@ if [ $# -ge 4 ] && [[ $4 != -* ]]; then
     echo "error: slurm_train.sh: unexpected argument '$4' after CONFIG; give the work dir as --work-dir $4" >&2
     exit 2
 fi
-GPUS=${GPUS:-4}  # mmseg's defaults
-GPUS_PER_NODE=${GPUS_PER_NODE:-4}
+GPUS=${GPUS:-8}
+GPUS_PER_NODE=${GPUS_PER_NODE:-8}
 CPUS_PER_TASK=${CPUS_PER_TASK:-5}
 SRUN_ARGS=${SRUN_ARGS:-}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-PYTHONPATH="$ROOT:${PYTHONPATH:-}" srun -p "$PARTITION" --job-name="$JOB_NAME" \
+source "$ROOT/tools/lib/supervise.sh"
+# where each task writes its exit code if it stops on purpose: a folder every node can see
+CODES=$(mktemp -d "$ROOT/.hamseg-exit.XXXXXX" 2>/dev/null || mktemp -d)
+trap 'rm -rf "$CODES"' EXIT
+export HAMSEG_RANK_CODES=$CODES PYTHONPATH="$ROOT:${PYTHONPATH:-}"
+CODE=0
+supervise INT srun -p "$PARTITION" --job-name="$JOB_NAME" \
     --gres=gpu:"$GPUS_PER_NODE" --ntasks="$GPUS" --ntasks-per-node="$GPUS_PER_NODE" \
-    --cpus-per-task="$CPUS_PER_TASK" --kill-on-bad-exit=1 $SRUN_ARGS \
-    python -u "$ROOT/tools/train.py" "$CONFIG" --launcher slurm "${@:4}"
+    --cpus-per-task="$CPUS_PER_TASK" --kill-on-bad-exit=1 --disable-status $SRUN_ARGS \
+    python -u "$ROOT/tools/train.py" "$CONFIG" --launcher slurm "${@:4}" || CODE=$?
+exit "$(stop_code "$CODE" "$CODES" "$GPUS")"

@@ -29,7 +29,12 @@ from mmseg.registry import RUNNERS  # noqa: E402
 
 from hamseg.cli import LAUNCHERS, add_guard_hooks, build_config, enable_amp, run_cli  # noqa: E402
 from hamseg.cli.preflight import check_schedule, naming_validate_dataset, scan_data  # noqa: E402
-from hamseg.cli.resume import apply_resume, finished_run, report_load_from  # noqa: E402
+from hamseg.cli.resume import (  # noqa: E402
+    apply_resume,
+    check_resumed_schedule,
+    finished_run,
+    report_load_from,
+)
 from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
 
 
@@ -62,7 +67,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--allow-schedule-mismatch",
         action="store_true",
-        help="train although the last scheduler ends before/after train_cfg.max_iters",
+        help="train although --cfg-options leave the last scheduler ending before/after "
+        "train_cfg.max_iters",
+    )
+    parser.add_argument(
+        "--extend-schedule",
+        action="store_true",
+        help="--resume a checkpoint trained with other scheduler ends: rebuild this config's "
+        "schedulers at its iteration (else refused)",
     )
     parser.add_argument("--launcher", choices=LAUNCHERS, default="none", help="job launcher")
     parser.add_argument("--local_rank", "--local-rank", type=int, default=0)
@@ -74,11 +86,13 @@ def main() -> None:
     cfg = build_config(args.config, args.cfg_options, args.work_dir, args.launcher, args.local_rank)
     if args.amp or args.amp_dtype:
         enable_amp(cfg, args.amp_dtype)
-    check_schedule(cfg, args.allow_schedule_mismatch)
-    done = finished_run(cfg, apply_resume(cfg, args.resume))
+    check_schedule(cfg, args.cfg_options, args.allow_schedule_mismatch)
+    target = apply_resume(cfg, args.resume)
+    done = finished_run(cfg, target)
     if done:
         print_log(done, "current")
         return
+    check_resumed_schedule(cfg, target, args.extend_schedule)
     added = add_guard_hooks(cfg)
     if added:
         print_log(f"Guard hooks added: {', '.join(added)}", "current")

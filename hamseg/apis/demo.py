@@ -13,7 +13,7 @@ import shlex
 import shutil
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from typing import Any, Optional
 
@@ -22,14 +22,16 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
-from hamseg.compat.package_lookup import hamseg_config_path
+from hamseg.compat.package_lookup import config_file, hamseg_config_path
 from hamseg.datasets import context_shapes as shapes
 from hamseg.datasets.checks import check_dataset_paths
 from hamseg.utils.config import dataset_classes
 from hamseg.utils.errors import UsageError
 
-#: The main demo: HamHead with the NMF ham (relative to the repository root).
-DEFAULT_DEMO_CONFIG = "configs/demo/hamhead-nmf_r18-d8_context-shapes.py"
+#: The main demo: HamHead with the NMF ham (the packaged config: a checkout's or a wheel's).
+DEFAULT_DEMO_CONFIG = "hamseg::demo/hamhead-nmf_r18-d8_context-shapes.py"
+#: Iterations between a demo run's checkpoints (the last two are kept; the final one always).
+CHECKPOINT_INTERVAL = 100
 DEMO = "configs/demo"
 #: ``--heads`` name -> (table label, config), in table order (the local baseline first); the
 #: SegNeXt-T heads train MSCAN-T instead of the R18: mmseg's head and hamseg's.
@@ -102,15 +104,21 @@ def head_config(
     """The head ``config`` on the data of ``data_config`` (its :data:`DATA_KEYS`, data
     preprocessor and class count), the loaders' root ``data_root``.
 
+    Both may be files or packaged names (``hamseg::demo/...``, ``mmseg::...``).
+
     Raises:
         FileNotFoundError: No config file at ``config`` or ``data_config``.
     """
+    paths = {}
     for flag, path in (("--config", config), ("--data-config", data_config)):
-        if path and not osp.isfile(path):
-            raise FileNotFoundError(f"{flag} {path}: no such config file")
-    cfg = Config.fromfile(config)
+        try:
+            paths[flag] = path and config_file(path)
+        except FileNotFoundError as err:  # a packaged name says where it looked
+            detail = err if "::" in path else "no such config file"
+            raise FileNotFoundError(f"{flag} {path}: {detail}") from None
+    cfg = Config.fromfile(paths["--config"])
     if data_config:
-        data = Config.fromfile(data_config)
+        data = Config.fromfile(paths["--data-config"])
         for key in (k for k in DATA_KEYS if k in data):
             cfg[key] = data[key]
         model, train = data.get("model", {}), data.train_dataloader.dataset
@@ -129,11 +137,16 @@ def run_demo(
     data_size: Optional[int] = None, num_train: Optional[int] = None,
     num_val: Optional[int] = None, draw: bool = True, cfg_options: Optional[dict] = None,
     json_out: Optional[str] = None, data_config: Optional[str] = None,
+    checkpoint_interval: int = CHECKPOINT_INTERVAL,
+    prepare: Optional[Callable[[Config], bool]] = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Train and validate the head of ``config`` on Context Shapes (generated into ``data_root``,
     default data/context_shapes, if needed) or the data of ``data_config`` (:func:`head_config`);
     return the result (mIoU, params, times, checkpoint, ...), also written to
-    ``<work_dir>/demo_result.json`` and ``json_out``. ``draw=False``: no prediction images."""
+    ``<work_dir>/demo_result.json`` and ``json_out``. ``draw=False``: no prediction images.
+    A checkpoint every ``checkpoint_interval`` iterations. ``prepare(cfg)`` runs before the
+    Runner is built (tools/run_demo.py: the guard hooks, ``--resume``); False: the run is
+    already complete, and its saved result is returned."""
     if not data_config:
         data_root = data_root or "data/context_shapes"
         ensure_data(data_root, size=data_size, num_train=num_train, num_val=num_val)
@@ -147,8 +160,14 @@ def run_demo(
         set_schedule_length(cfg, max_iters)
     if not draw:
         cfg.default_hooks.visualization.draw = False
+    checkpoint = cfg.default_hooks.checkpoint
+    checkpoint.update(interval=min(checkpoint_interval, cfg.train_cfg.max_iters), max_keep_ckpts=2)
     stem = osp.splitext(osp.basename(config))[0]
     cfg.work_dir, cfg.launcher = work_dir or osp.join("work_dirs", "demo", stem), "none"
+    saved = osp.join(cfg.work_dir, "demo_result.json")
+    if prepare is not None and not prepare(cfg):
+        with open(saved, encoding="utf-8") as f:
+            return json.load(f)
     runner, stopwatch = Runner.from_cfg(cfg), _Stopwatch()
     runner.register_hook(stopwatch)
     start = time.perf_counter()
@@ -163,7 +182,7 @@ def run_demo(
         total_time_s=round(time.perf_counter() - start, 2), work_dir=cfg.work_dir,
         checkpoint=osp.join(cfg.work_dir, f"iter_{cfg.train_cfg.max_iters}.pth"),
     )  # fmt: skip
-    for path in filter(None, (osp.join(cfg.work_dir, "demo_result.json"), json_out)):
+    for path in filter(None, (saved, json_out)):
         _write(path, json.dumps(result, indent=2))
     return result
 

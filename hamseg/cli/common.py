@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 from mmengine.config import Config
+from mmengine.dataset import InfiniteSampler
 from mmengine.dist import is_main_process
 from mmengine.hooks import CheckpointHook
 from mmengine.logging import print_log
@@ -25,6 +26,7 @@ from hamseg.compat.package_lookup import config_file
 from hamseg.datasets.checks import ClassCountError
 from hamseg.datasets.loading import InvalidSampleError
 from hamseg.engine import TrainingStopped, setup_cpu_distributed
+from hamseg.engine.launcher import watch_launcher
 from hamseg.engine.preemption import ignore_signals_until_exit
 from hamseg.engine.stop import leave_process_group
 from hamseg.utils.config import merge_cfg_options
@@ -33,6 +35,8 @@ from hamseg.utils.messages import one_line
 
 #: The guards tools/train.py adds to every training config (hamseg.engine), in this order.
 GUARD_HOOKS = ("PreemptionHook", "NonFiniteLossHook", "RandomStateHook")
+#: mmengine's InfiniteSampler under the names a config may give it.
+_INFINITE = ("InfiniteSampler", "mmengine.InfiniteSampler", InfiniteSampler)
 #: ``--launcher`` choices, as in mmseg's tools.
 LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
 #: What OpenMPI's mpirun sets in every process; mmengine's mpi launcher reads them.
@@ -105,6 +109,8 @@ def build_config(
     if launcher in _LAUNCH:
         _check_launch_env(launcher)
     os.environ.setdefault("LOCAL_RANK", str(local_rank))
+    if launcher == "pytorch":
+        watch_launcher()  # torchrun's death stops this rank; a warning about torchrun's settings
     setup_cpu_distributed(cfg, launcher)
     return cfg
 
@@ -135,8 +141,9 @@ def _hook_class(entry: Any) -> Any:
 
 def add_guard_hooks(cfg: Config) -> list[str]:
     """What ``tools/train.py`` gives every config: the guards it lacks (its own entry of one,
-    under any registered name, wins with its options) and an ``AtomicCheckpointHook`` in place of
-    its ``CheckpointHook``, options kept. The scoped type names added or swapped in."""
+    under any registered name, wins with its options), an ``AtomicCheckpointHook`` in place of
+    its ``CheckpointHook`` (options kept) and a train loader that resumes at the sampler. The
+    type names added or swapped in."""
     hooks = list(cfg.get("custom_hooks") or [])
     present = [cls for cls in map(_hook_class, hooks) if isinstance(cls, type)]
     added = [
@@ -147,7 +154,22 @@ def add_guard_hooks(cfg: Config) -> list[str]:
     if isinstance(checkpoint, dict) and _hook_class(checkpoint) is CheckpointHook:
         checkpoint["type"] = "mmseg.AtomicCheckpointHook"
         added.append(checkpoint["type"])
-    return added
+    return added + _resumable_data(cfg.get("train_dataloader") or {})
+
+
+def _resumable_data(loader: dict) -> list[str]:
+    """The train loader's ``InfiniteSampler`` becomes a ``ResumableInfiniteSampler`` (same
+    indices) and its collate function tags batches with their worker's RNG state, so that a
+    resume skips the trained batches at the sampler; the names swapped in."""
+    sampler = loader.get("sampler")
+    if not isinstance(sampler, dict) or sampler.get("type") not in _INFINITE:
+        return []
+    sampler["type"] = "mmseg.ResumableInfiniteSampler"
+    collate = loader.get("collate_fn", dict(type="pseudo_collate"))
+    if not isinstance(collate, dict):  # a callable: its batches carry no state (replay)
+        return [sampler["type"]]
+    loader["collate_fn"] = dict(type="collate_with_worker_rng", collate=collate)
+    return [sampler["type"], "collate_with_worker_rng"]
 
 
 def enable_amp(cfg: Config, dtype: str | None = None) -> None:
@@ -194,9 +216,10 @@ def run_cli(main: Callable[[], None]) -> None:
     missing file or dataset, an invalid sample, a class count that differs from the dataset's,
     an unsafe or corrupt checkpoint, also when raised in a DataLoader worker. A run stopped on
     purpose (:class:`~hamseg.engine.stop.TrainingStopped`: signal 75, divergence 65) is one
-    line from the main rank and its exit code (also written to ``$HAMSEG_RANK_CODES/$RANK``), with
-    the hook's signals ignored until the exit; Ctrl-C that aborts (a second one) is one line and
-    130. Anything else keeps its traceback. A distributed run leaves its process group first.
+    line from the main rank and its exit code (also written to
+    ``$HAMSEG_RANK_CODES/code.RANK``), with the hook's signals ignored until the exit; Ctrl-C
+    that aborts (a second one) is one line and 130. Anything else keeps its traceback. A
+    distributed run leaves its process group first.
     """
     user_errors = (UsageError, FileNotFoundError, InvalidSampleError, ClassCountError)
     user_errors += (UnsafeCheckpointError, CorruptCheckpointError)
@@ -210,7 +233,7 @@ def run_cli(main: Callable[[], None]) -> None:
         exit_code = stop.exit_code
         codes = os.environ.get("HAMSEG_RANK_CODES")  # tools/dist_train.sh passes the code on
         if codes:
-            with open(osp.join(codes, os.environ.get("RANK", "0")), "w") as f:
+            with open(osp.join(codes, f"code.{os.environ.get('RANK', '0')}"), "w") as f:
                 f.write(str(exit_code))
     except user_errors as err:
         print(f"error: {user_message(err)}", file=sys.stderr)

@@ -1,10 +1,11 @@
 """What tools/train.py and tools/test.py check before the first iteration: every sample of the
-splits the run reads (tools/validate_dataset.py's scan) and a schedule that ends at max_iters.
+splits the run reads (tools/validate_dataset.py's scan) and whether the schedule ends at max_iters.
 docs/robustness.md, "Before the first iteration"."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shlex
 import sys
@@ -55,18 +56,40 @@ def naming_validate_dataset(config: str) -> Iterator[None]:
         ) from None
 
 
-def check_schedule(cfg: Config, allow_mismatch: bool = False) -> None:
-    """Refuse (:class:`CLIError`) an iteration-based config whose last ``by_epoch=False``
-    scheduler ends before or after ``train_cfg.max_iters``, unless ``allow_mismatch``."""
-    max_iters = (cfg.get("train_cfg") or {}).get("max_iters")
+def schedule_ends(cfg: Config) -> tuple[int | None, list[int]]:
+    """``train_cfg.max_iters`` and the ends of the ``by_epoch=False`` schedulers, in order."""
     schedulers = cfg.get("param_scheduler") or []
     schedulers = [schedulers] if isinstance(schedulers, dict) else schedulers
     ends = [s["end"] for s in schedulers if s.get("by_epoch") is False and "end" in s]
-    if max_iters is None or not ends or ends[-1] == max_iters or allow_mismatch:
-        return
-    raise CLIError(
-        f"the last param_scheduler ends at iteration {ends[-1]} but train_cfg.max_iters="
-        f"{max_iters}: set both with --cfg-options max_iters={max_iters} (moves train_cfg, the "
-        "schedulers' ends and the val/checkpoint intervals that used it), or pass "
-        "--allow-schedule-mismatch"
-    )
+    return (cfg.get("train_cfg") or {}).get("max_iters"), ends
+
+
+def check_schedule(
+    cfg: Config, cfg_options: dict | None = None, allow_mismatch: bool = False
+) -> str | None:
+    """A last ``by_epoch=False`` scheduler that ends before or after ``train_cfg.max_iters``:
+    refused (:class:`CLIError`) if ``--cfg-options`` set a scheduler's ends half-way (unless
+    ``allow_mismatch``), else one warning line, returned and logged (a config as written, or
+    ``train_cfg.max_iters=N`` alone: trained as mmseg trains it); None if the ends agree."""
+    max_iters, ends = schedule_ends(cfg)
+    if max_iters is None or not ends or ends[-1] == max_iters:
+        return None
+    options = cfg_options or {}
+    touched = sorted(k for k in options if k.startswith("param_scheduler"))
+    if touched and not allow_mismatch:
+        raise CLIError(
+            f"--cfg-options {' '.join(touched)} leaves the last param_scheduler ending at "
+            f"iteration {ends[-1]} but train_cfg.max_iters={max_iters}: set the length with "
+            "--cfg-options max_iters=N (moves train_cfg, the schedulers' ends and the "
+            "val/checkpoint intervals that used it), or pass --allow-schedule-mismatch"
+        )
+    line = f"the last param_scheduler ends at iteration {ends[-1]}, train_cfg.max_iters={max_iters}"
+    if "train_cfg.max_iters" in options:
+        line = (
+            f"--cfg-options train_cfg.max_iters={max_iters}: {line}, trained as mmseg trains it "
+            f"(--cfg-options max_iters={max_iters} would move the schedulers' ends too)"
+        )
+    else:
+        line += " as the config is written: trained as mmseg trains it"
+    print_log(line, "current", logging.WARNING)
+    return line

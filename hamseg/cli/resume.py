@@ -21,17 +21,63 @@ from hamseg.engine.checkpoints import find_latest_complete_checkpoint
 from hamseg.utils.errors import require_file
 
 from .common import CLIError
+from .preflight import schedule_ends
 
-__all__ = ["apply_resume", "finished_run", "report_load_from"]
+__all__ = ["apply_resume", "check_resumed_schedule", "finished_run", "report_load_from"]
+
+
+def _load(path: str) -> dict:
+    """A local checkpoint, memory-mapped (the tensors are not read); {} if unreadable (the
+    Runner's own load reports that clearly)."""
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:
+        return {}
+    return checkpoint if isinstance(checkpoint, dict) else {}
 
 
 def _checkpoint_meta(path: str) -> dict:
-    """``meta`` of a local checkpoint (memory-mapped: the tensors are not read)."""
+    """``meta`` of a local checkpoint."""
+    return _load(path).get("meta") or {}
+
+
+def _trained_schedule(checkpoint: dict) -> tuple[int | None, list[int]]:
+    """The ``max_iters`` (from the config stored in ``meta``) and scheduler ends (from their
+    saved states) a checkpoint was trained with; None/[] where it does not say."""
+    ends = [state["end"] for state in checkpoint.get("param_schedulers") or [] if "end" in state]
     try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except Exception:  # the Runner's own load reports an unreadable file clearly
-        return {}
-    return checkpoint.get("meta") or {} if isinstance(checkpoint, dict) else {}
+        stored = Config.fromstring((checkpoint.get("meta") or {})["cfg"], ".py")
+        max_iters = (stored.get("train_cfg") or {}).get("max_iters")
+    except Exception:  # no config stored, or one that does not read back
+        max_iters = None
+    return max_iters, ends
+
+
+def check_resumed_schedule(cfg: Config, target: Optional[str], extend: bool = False) -> None:
+    """Refuse (:class:`CLIError`) to resume ``target`` with other scheduler ends than it was
+    trained with: mmengine restores the schedulers (their ends too) from the checkpoint and the
+    loop's length from the config, so a longer schedule would go on at the final learning
+    rate. (Another ``train_cfg.max_iters`` alone, the loop's end, is resumed as mmseg does.)
+    ``extend``: resume with the config's schedulers, rebuilt at the checkpoint's iteration
+    (:class:`~hamseg.engine.ExtendScheduleHook`, added to ``cfg``)."""
+    if target is None or not (checkpoint := _load(target)):
+        return
+    trained, trained_ends = _trained_schedule(checkpoint)
+    max_iters, ends = schedule_ends(cfg)
+    if not trained_ends or trained_ends == ends:
+        return
+    trained = trained or trained_ends[-1]
+    if extend:
+        cfg.custom_hooks = [*(cfg.get("custom_hooks") or []), dict(type="mmseg.ExtendScheduleHook")]
+        return
+    raise CLIError(
+        f"--resume {target}: it was trained with schedulers ending at {trained_ends} "
+        f"(max_iters={trained}), this config's end at {ends} (max_iters={max_iters}), and "
+        f"resuming keeps the checkpoint's: resume it with --cfg-options max_iters={trained}, or "
+        f"train longer from its weights in a new run (--cfg-options load_from={target} "
+        f"max_iters={max_iters}, without --resume; or --extend-schedule: this config's "
+        "schedulers, rebuilt at the checkpoint's iteration)"
+    )
 
 
 def finished_run(cfg: Config, target: Optional[str]) -> Optional[str]:
@@ -41,7 +87,10 @@ def finished_run(cfg: Config, target: Optional[str]) -> Optional[str]:
         done, total = meta.get(unit), train.get(f"max_{unit}s")
         if done is not None and total is not None and done >= total:
             done = f"{target} is at {unit} {done} of max_{unit}s={total}: the run is complete"
-            return f"{done}, nothing to train (to go on: --cfg-options max_iters=N)"
+            return (
+                f"{done}, nothing to train (to train longer, start a new run from its weights: "
+                f"--cfg-options load_from={target} max_iters=N, without --resume)"
+            )
     return None
 
 

@@ -1,14 +1,17 @@
 """Training-engine pieces hamseg registers into mmseg: guard hooks (pre-emption, divergence,
-exact resume), crash-safe checkpoints, channels_last on CUDA, CPU mixed precision and CPU
-multi-process training, TTA, painted test images of every rank."""
+exact resume), a sampler that resumes without loading the trained batches, crash-safe
+checkpoints, channels_last on CUDA, CPU mixed precision and CPU multi-process training, TTA,
+painted test images of every rank."""
 
 from .amp import CPUAmpOptimWrapper
 from .channels_last import ChannelsLastHook
 from .checkpoints import AtomicCheckpointHook, find_latest_complete_checkpoint
 from .distributed import setup_cpu_distributed
 from .divergence import DIVERGED_EXIT_CODE, NonFiniteLossHook, TrainingDiverged
+from .extend_schedule import ExtendScheduleHook
 from .preemption import PREEMPTED_EXIT_CODE, PreemptionHook, TrainingPreempted
 from .random_state import RandomStateHook
+from .resume_skip import ResumableInfiniteSampler, collate_with_worker_rng
 from .stop import TrainingStopped
 from .tta import HamSegTTAModel
 from .visualization import EveryRankVisualizationHook
@@ -18,15 +21,18 @@ __all__ = [
     "PREEMPTED_EXIT_CODE",
     "AtomicCheckpointHook",
     "CPUAmpOptimWrapper",
+    "ExtendScheduleHook",
     "ChannelsLastHook",
     "EveryRankVisualizationHook",
     "HamSegTTAModel",
     "NonFiniteLossHook",
     "PreemptionHook",
     "RandomStateHook",
+    "ResumableInfiniteSampler",
     "TrainingDiverged",
     "TrainingPreempted",
     "TrainingStopped",
+    "collate_with_worker_rng",
     "find_latest_complete_checkpoint",
     "setup_cpu_distributed",
 ]

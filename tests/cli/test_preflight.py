@@ -22,26 +22,53 @@ from tests.robust.helpers import TRAIN, data_options, run_tool
 CUSTOM = osp.join(REPO, "configs", "custom", "hamhead-nmf_r18-d8_custom.py")
 
 
-def test_one_knob_moves_loop_schedule_and_intervals_and_a_mismatch_is_refused():
+def test_one_knob_moves_loop_schedule_and_intervals_and_only_a_half_set_one_is_refused():
     cfg = build_config(CUSTOM, {"max_iters": 30})
     assert cfg.train_cfg.max_iters == cfg.train_cfg.val_interval == 30
     assert [s["end"] for s in cfg.param_scheduler] == [20, 30]  # the warm-up keeps its length
     assert cfg.default_hooks.checkpoint.interval == 30
-    check_schedule(cfg)
-    cfg = build_config(CUSTOM, {"train_cfg.max_iters": 30})  # issue 26: lr would never decay
-    with pytest.raises(CLIError) as err:
-        check_schedule(cfg)
-    assert str(err.value) == (
-        "the last param_scheduler ends at iteration 500 but train_cfg.max_iters=30: set both with "
-        "--cfg-options max_iters=30 (moves train_cfg, the schedulers' ends and the val/checkpoint "
-        "intervals that used it), or pass --allow-schedule-mismatch"
+    assert check_schedule(cfg, {"max_iters": 30}) is None
+    # mmseg's smoke test: the loop's length alone, trained as mmseg trains it, with one line
+    options = {"train_cfg.max_iters": 30}
+    assert check_schedule(build_config(CUSTOM, options), options) == (
+        "--cfg-options train_cfg.max_iters=30: the last param_scheduler ends at iteration 500, "
+        "train_cfg.max_iters=30, trained as mmseg trains it (--cfg-options max_iters=30 would "
+        "move the schedulers' ends too)"
     )
-    check_schedule(cfg, allow_mismatch=True)
+    options = {"param_scheduler.1.end": 300}  # a scheduler's end set half-way
+    with pytest.raises(CLIError) as err:
+        check_schedule(build_config(CUSTOM, options), options)
+    assert str(err.value).startswith(
+        "--cfg-options param_scheduler.1.end leaves the last param_scheduler ending at "
+        "iteration 300 but train_cfg.max_iters=500: set the length with --cfg-options max_iters=N"
+    )
+    assert check_schedule(build_config(CUSTOM, options), options, allow_mismatch=True)
     tiny = build_config(TINY_FCN, {"max_iters": 7})  # no max_iters variable: train_cfg's value
     assert tiny.train_cfg.max_iters == tiny.param_scheduler[0]["end"] == 7
     short = build_config(CUSTOM, {"max_iters": 2})  # shorter than the 20-iteration warm-up
     assert [(s["begin"], s["end"]) for s in short.param_scheduler] == [(0, 1), (0, 2)]
-    check_schedule(short)
+    assert check_schedule(short) is None
+
+
+def test_an_mmseg_config_whose_schedule_ends_early_trains_with_a_warning(tmp_path, tiny_data):
+    ocrnet = build_config("mmseg::ocrnet/ocrnet_r101-d8_8xb2-80k_cityscapes-512x1024.py")
+    assert check_schedule(ocrnet) == (
+        "the last param_scheduler ends at iteration 40000, train_cfg.max_iters=80000 as the "
+        "config is written: trained as mmseg trains it"
+    )
+    config = tmp_path / "early.py"  # mmseg-style: the scheduler ends after the loop
+    config.write_text(
+        f"_base_ = [{TINY_FCN!r}]\n"
+        "param_scheduler = [dict(type='PolyLR', power=0.9, begin=0, end=6, by_epoch=False)]\n"
+        "train_cfg = dict(max_iters=4)\n"
+    )
+    work = str(tmp_path / "work")
+    result = run_tool(
+        [TRAIN, str(config), "--work-dir", work, "--cfg-options", *data_options(tiny_data)]
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "ends at iteration 6, train_cfg.max_iters=4 as the config is written" in result.stdout
+    assert torch.load(osp.join(work, "iter_4.pth"))["meta"]["iter"] == 4
 
 
 def test_resuming_a_complete_run_says_so(tmp_path):
@@ -52,8 +79,9 @@ def test_resuming_a_complete_run_says_so(tmp_path):
     (work / "last_checkpoint").write_text(path)
     cfg = Config(dict(work_dir=str(work), train_cfg=dict(max_iters=15)))
     assert finished_run(cfg, apply_resume(cfg, "auto")) == (
-        f"{path} is at iter 15 of max_iters=15: the run is complete, nothing to train (to go on: "
-        "--cfg-options max_iters=N)"
+        f"{path} is at iter 15 of max_iters=15: the run is complete, nothing to train (to train "
+        f"longer, start a new run from its weights: --cfg-options load_from={path} max_iters=N, "
+        "without --resume)"
     )
     assert finished_run(Config(dict(train_cfg=dict(max_iters=16))), path) is None
     result = run_tool([TRAIN, TINY_FCN, "--work-dir", str(work), "--resume"])

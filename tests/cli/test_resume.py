@@ -10,7 +10,7 @@ import torch
 from mmengine.config import Config
 
 from hamseg.cli import CLIError
-from hamseg.cli.resume import apply_resume
+from hamseg.cli.resume import apply_resume, check_resumed_schedule
 
 
 def checkpoint(path, step: int, seed: int = 7) -> str:
@@ -76,3 +76,29 @@ def test_a_config_that_resumes_by_itself_also_skips_partial_files(tmp_path):
     (work / "last_checkpoint").write_text(str(work / "iter_8.pth"))  # e.g. plain mmengine's
     cfg = config(str(work), resume=True)
     assert apply_resume(cfg, None) == complete and cfg.load_from == complete
+
+
+def test_resuming_with_other_scheduler_ends_is_refused_in_one_line(tmp_path):
+    trained = Config(dict(train_cfg=dict(max_iters=4)))
+    path = str(tmp_path / "iter_2.pth")
+    states = [dict(end=1, last_step=2), dict(end=4, last_step=2)]
+    torch.save(dict(meta=dict(iter=2, cfg=trained.pretty_text), param_schedulers=states), path)
+    same = Config(dict(train_cfg=dict(max_iters=4), param_scheduler=schedulers(1, 4)))
+    check_resumed_schedule(same, path)
+    check_resumed_schedule(
+        Config(dict(train_cfg=dict(max_iters=3), param_scheduler=schedulers(1, 4))), path
+    )  # the loop's end alone: as mmseg
+    longer = Config(dict(train_cfg=dict(max_iters=8), param_scheduler=schedulers(1, 8)))
+    with pytest.raises(CLIError) as err:
+        check_resumed_schedule(longer, path)
+    assert str(err.value) == (
+        f"--resume {path}: it was trained with schedulers ending at [1, 4] (max_iters=4), this "
+        "config's end at [1, 8] (max_iters=8), and resuming keeps the checkpoint's: resume it "
+        f"with --cfg-options max_iters=4, or train longer from its weights in a new run "
+        f"(--cfg-options load_from={path} max_iters=8, without --resume; or --extend-schedule: "
+        "this config's schedulers, rebuilt at the checkpoint's iteration)"
+    )
+
+
+def schedulers(*ends: int) -> list[dict]:
+    return [dict(type="PolyLR", by_epoch=False, begin=0, end=end) for end in ends]

@@ -85,6 +85,10 @@ def test_wheel_with_mmengine_hub_mim_and_apis(tmp_path):
     flops = run(flops, cwd=cwd, env=env)
     assert "hamseg/.mim/tools/analysis/get_flops.py" in flops.stdout
     assert "Input shape: (33, 41)" in flops.stdout and "Flops:" in flops.stdout
+    demo = [mim, "run", "hamseg", "run_demo", "--max-iters", "2", "--data-size", "64"]
+    demo += ["--num-train", "4", "--num-val", "2", "--no-vis", "--work-dir", "demo"]
+    out = run(demo, cwd=cwd, env=env).stdout  # issue 40: from the wheel (mim adds a last line)
+    assert "\nHamHead-NMF demo: val mIoU = " in out, out[-1000:]
     tool = [mim, "run", "hamseg", "mmseg_tool", "print_config", f"hamseg::{CONFIG}"]
     assert "type='HamHead'" in run(tool, cwd=cwd, env=env).stdout
     # mmseg's tool names (issue 40): print_config keeps the example.py the line above wrote

@@ -9,6 +9,8 @@ LOWEST) looks for signals, so the stop happens after iteration k exactly:
   the PreemptionHook recorded (the test sends it to this process, another rank or the
   launcher).
 
+``SlowSaveHook(seconds)`` sleeps before every checkpoint write (a slow file system).
+
 ``PoisonLossHook(at=k, rank=r)`` replaces rank r's logged loss of iteration k by NaN before
 :class:`~hamseg.engine.divergence.NonFiniteLossHook` (priority 80) reads it: one rank's loss
 goes bad while the others' stay finite.
@@ -71,3 +73,15 @@ class PoisonLossHook(Hook):
     def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
         if runner.iter + 1 == self.at and get_rank() == self.rank:
             outputs["loss"] = torch.tensor(float("nan"))
+
+
+@HOOKS.register_module()
+class SlowSaveHook(Hook):
+    """Sleeps ``seconds`` before each checkpoint is written (a slow file system)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def before_save_checkpoint(self, runner, checkpoint) -> None:
+        print(f"SLOW SAVE {self.seconds} s", flush=True)
+        time.sleep(self.seconds)

@@ -8,6 +8,7 @@ import os
 import os.path as osp
 import queue
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -99,15 +100,22 @@ def start_process(
     """Start ``cmd`` (1 thread, repo on PYTHONPATH) with its output (stdout and stderr) fed
     line by line into a queue. ``new_session``: its own process group, for ``os.killpg``."""
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=REPO, **(extra_env or {}))
-    proc = subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-        cwd=REPO,
-        start_new_session=new_session,
-    )
+    # a handler (not SIG_IGN) here: the child starts with SIGINT at its default, as a terminal
+    # starts a job, also when this session ignores it (nohup, a background job), where a shell
+    # script could not trap it
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=REPO,
+            start_new_session=new_session,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     lines: queue.Queue = queue.Queue()
 
     def pump() -> None:

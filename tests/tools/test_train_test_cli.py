@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import os.path as osp
+import re
 import subprocess
 import sys
 
@@ -83,7 +84,8 @@ def test_resume_continues_iterations_optimizer_and_schedule(tmp_path, tiny_data)
 def test_resume_from_explicit_path_and_test_tool(tmp_path, tiny_data):
     work = str(tmp_path / "work")
     train(work, tiny_data, 5)
-    train(work, tiny_data, 10, "--resume", osp.join(work, "iter_5.pth"))
+    # a longer schedule than the checkpoint's: rebuilt on request (else refused)
+    train(work, tiny_data, 10, "--resume", osp.join(work, "iter_5.pth"), "--extend-schedule")
     assert load(osp.join(work, "iter_10.pth"))["meta"]["iter"] == 10
     out = str(tmp_path / "pred")
     cmd = [sys.executable, TEST, TINY_FCN, osp.join(work, "iter_10.pth"), "--work-dir", work]
@@ -178,7 +180,7 @@ def fake_srun(tmp_path) -> dict:
     )
     fake.chmod(0o755)
     env = dict(PATH=f"{tmp_path}{os.pathsep}{os.environ['PATH']}", SRUN_LOG=str(tmp_path / "log"))
-    return env  # GPUS, GPUS_PER_NODE unset: mmseg's defaults, 4 and 4
+    return env  # GPUS, GPUS_PER_NODE unset: the recipes' 8 and 8
 
 
 def srun_argv(tmp_path) -> list[str]:
@@ -194,7 +196,8 @@ def test_slurm_train_passes_everything_after_the_config_to_train_py(tmp_path):
     result = run(["bash", script, "gpu", "job", "configs/ham_voc.py", *OPTIONS], env)
     assert result.returncode == 0, result.stderr
     argv = srun_argv(tmp_path)
-    assert argv[:2] == ["-p", "gpu"] and "--ntasks=4" in argv and "--gres=gpu:4" in argv  # mmseg's
+    assert argv[:2] == ["-p", "gpu"] and "--ntasks=8" in argv and "--gres=gpu:8" in argv  # 8x2
+    assert "--disable-status" in argv  # one Ctrl-C (or SIGTERM, sent as SIGINT) reaches the tasks
     tail = argv[argv.index("python") :]
     assert tail[2].endswith("tools/train.py")
     assert tail[3:] == ["configs/ham_voc.py", "--launcher", "slurm", *OPTIONS]
@@ -239,9 +242,9 @@ def test_slurm_submit_is_a_requeueable_batch_job_that_always_resumes(tmp_path):
     result = run(["bash", script, "configs/ham_voc.py", "--amp", "--cfg-options", "a=1"], env)
     assert result.returncode == 0, result.stderr
     argv = srun_argv(tmp_path)
-    assert argv[:2] == ["--kill-on-bad-exit=1", "python"]
-    assert argv[3] == osp.join(REPO, "tools", "train.py")
-    assert argv[4:] == [
+    assert argv[:3] == ["--kill-on-bad-exit=1", "--disable-status", "python"]
+    assert argv[4] == osp.join(REPO, "tools", "train.py")
+    assert argv[5:] == [
         "configs/ham_voc.py",
         "--launcher",
         "slurm",
@@ -269,7 +272,8 @@ def test_bare_resume_with_a_load_from_config_trains_then_continues(tmp_path, tin
     )
     work = str(tmp_path / "work")
     cmd = [sys.executable, TRAIN, str(config), "--work-dir", work, "--resume", "--cfg-options"]
-    first = run([*cmd, *data_options(tiny_data), "max_iters=4"])
+    # a 7-iteration schedule whose first start ends its loop at 4 (the schedule unchanged)
+    first = run([*cmd, *data_options(tiny_data), "max_iters=7", "train_cfg.max_iters=4"])
     assert first.returncode == 0, first.stderr[-3000:]
     assert "a new run from load_from=" in first.stdout + first.stderr
     started = load(osp.join(work, "rank0.pth"))
@@ -305,3 +309,40 @@ def test_mpi_launcher_trains_with_the_variables_mpirun_sets(tmp_path, tiny_data)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Distributed launcher: mpi" in result.stdout + result.stderr
     assert load(osp.join(work, "iter_2.pth"))["meta"]["iter"] == 2
+
+
+@pytest.mark.slow
+def test_a_longer_schedule_on_resume_is_refused_or_rebuilt_with_extend_schedule(
+    tmp_path, tiny_data
+):
+    work = str(tmp_path / "work")
+    train(work, tiny_data, 4)
+    dumped = osp.join(work, "tiny_fcn.py")
+    before = open(dumped).read()
+    options = [*data_options(tiny_data), "max_iters=8"]
+    path = osp.join(work, "iter_4.pth")
+    cmd = [sys.executable, TRAIN, TINY_FCN, "--work-dir", work, "--resume", path]
+    result = run([*cmd, "--cfg-options", *options])
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.strip() == (
+        f"error: --resume {path}: it was trained with schedulers ending at [4] (max_iters=4), "
+        "this config's end at [8] (max_iters=8), and resuming keeps the checkpoint's: resume it "
+        "with --cfg-options max_iters=4, or train longer from its weights in a new run "
+        f"(--cfg-options load_from={path} max_iters=8, without --resume; or --extend-schedule: "
+        "this config's schedulers, rebuilt at the checkpoint's iteration)"
+    )
+    assert open(dumped).read() == before  # the dumped config is the trained one still
+    # --extend-schedule: this config's schedulers, as if the run had had them from the start
+    extended = run([*cmd, "--extend-schedule", "--cfg-options", *options])
+    assert extended.returncode == 0, extended.stderr[-3000:]
+    assert re.search(
+        r"--extend-schedule: the config's schedulers \(ending at \[8\], the checkpoint's at "
+        r"\[4\]\) rebuilt at iteration 4: lr \S+ -> \S+",
+        extended.stdout,
+    )
+    straight = str(tmp_path / "straight")
+    train(straight, tiny_data, 8)
+    got, want = load(osp.join(work, "iter_8.pth")), load(osp.join(straight, "iter_8.pth"))
+    assert got["param_schedulers"] == want["param_schedulers"]  # steps, ends, last values
+    lrs = [[g["lr"] for g in c["optimizer"]["param_groups"]] for c in (got, want)]
+    assert lrs[0] == lrs[1]
