@@ -12,12 +12,14 @@ from typing import Optional, Union
 import numpy as np
 import torch
 from mmengine.config import Config, ConfigDict
+from mmengine.dataset import Compose
+from mmengine.infer import BaseInferencer
 from mmseg.apis import MMSegInferencer, inference_model
 from mmseg.apis import init_model as mmseg_init_model
 from torch import nn
 
 from hamseg.compat.checkpoint import load_checkpoint_file
-from hamseg.compat.package_lookup import config_file
+from hamseg.compat.package_lookup import PACKAGE_DIR, config_file
 from hamseg.utils.config import dataset_class_metainfo, dataset_classes, split_datasets
 from hamseg.utils.errors import UsageError, require_file
 
@@ -25,6 +27,7 @@ from .checkpoint import load_state_dict_strict
 
 #: What a config argument may be: a file (``hamseg::`` names too) or a config object.
 ConfigLike = Union[str, Path, Config, dict]
+ConfigType = Union[Config, ConfigDict]
 
 
 def _read_config(config: ConfigLike, cfg_options: Optional[dict]) -> Config:
@@ -138,15 +141,50 @@ def predict_label(model: nn.Module, rgb: np.ndarray) -> np.ndarray:
     return result.pred_sem_seg.data[0].cpu().numpy().astype(np.int64)
 
 
+#: hamseg's checked loaders -> the mmseg transforms they extend (same arguments otherwise).
+CHECKED_LOADERS = {
+    "CheckedLoadImageFromFile": "LoadImageFromFile",
+    "CheckedLoadAnnotations": "LoadAnnotations",
+}
+
+
+def resolve_model_name(name: str) -> tuple[str, str] | None:
+    """(config path, weights path) of a ``Name`` or ``Alias`` (any case) of hamseg's model
+    index, e.g. ``'ham_voc'``; None if it has no such name. Weights are local paths."""
+    root, wanted = osp.join(PACKAGE_DIR, ".mim"), name.lower()
+    for model in BaseInferencer._get_models_from_metafile(root):
+        if wanted in (model["Name"].lower(), *(a.lower() for a in model.get("Alias", []))):
+            weights = model.get("Weights", "")
+            weights = weights[0] if isinstance(weights, list) else weights
+            return osp.join(root, model["Config"]), weights
+    return None
+
+
 class HamSegInferencer(MMSegInferencer):
-    """mmseg's ``MMSegInferencer`` built by :func:`init_model`. Model names (``ham_voc``)
-    resolve in mmseg's index, then hamseg's (:mod:`hamseg.compat.mmseg_inferencer`);
-    ``model=None`` takes the config stored in ``weights``.
+    """mmseg's ``MMSegInferencer`` for hamseg: built by :func:`init_model` (strict loading),
+    hamseg's configs (their checked loaders) and model names (``ham_voc``, ``hamseg::`` paths)
+    as well as mmseg's; ``model=None`` takes the config stored in ``weights``.
 
     Raises:
         FileNotFoundError: A local weights file that does not exist (nothing is hosted).
         CheckpointMismatchError: The weights do not fit the config's model exactly.
     """
+
+    def _load_model_from_metafile(self, model: str) -> tuple[Config, Optional[str]]:
+        """A ``hamseg::`` config (no weights), a name of hamseg's model index, else mmseg's."""
+        if model.startswith("hamseg::"):
+            return Config.fromfile(model), None
+        found = resolve_model_name(model)
+        if found is not None:
+            return Config.fromfile(found[0]), found[1]
+        return super()._load_model_from_metafile(model)
+
+    def _init_pipeline(self, cfg: ConfigType) -> Compose:
+        """mmseg's pipeline, which finds the loaders by mmseg's type names: hamseg's checked
+        loaders get those names first (same arguments)."""
+        for transform in cfg.test_dataloader.dataset.pipeline:
+            transform["type"] = CHECKED_LOADERS.get(transform["type"], transform["type"])
+        return super()._init_pipeline(cfg)
 
     def _init_model(
         self, cfg: Union[Config, ConfigDict], weights: Optional[str], device: str = "cpu"

@@ -10,6 +10,6 @@ from .mmcv_ops import REPLACED as MMCV_OPS_REPLACED
 from .package_lookup import REPLACED as PKG_RESOURCES_REPLACED
 
 # isort: split
-from . import checkpoint, mmseg_inferencer  # noqa: F401  (applied on import)
+from . import checkpoint  # noqa: F401  (applied on import)
 
 __all__ = ["MMCV_OPS_REPLACED", "PKG_RESOURCES_REPLACED", "require_mmcv"]

@@ -25,7 +25,7 @@ import hamseg
 from mmengine.hub import get_model
 from mmseg.apis import MMSegInferencer
 from hamseg.apis import init_model, inference_model, show_result_pyplot, MMSegInferencer as Ours
-from hamseg.compat.mmseg_inferencer import resolve_model_name
+from hamseg.apis.inference import resolve_model_name
 from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
 
 print(hamseg.__file__)

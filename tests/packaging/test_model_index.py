@@ -62,7 +62,7 @@ def test_list_models_gives_whole_names_that_resolve():
     """mmengine extends its list with ``Alias``: a string would give its letters (issue 27)."""
     from mmseg.apis import MMSegInferencer
 
-    from hamseg.compat.mmseg_inferencer import resolve_model_name
+    from hamseg.apis.inference import resolve_model_name
 
     assert all(isinstance(m.get("Alias", []), list) for m in models())
     listed = MMSegInferencer.list_models("hamseg")
