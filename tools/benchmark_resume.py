@@ -37,7 +37,7 @@ _T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31,
 
 def at_iteration(checkpoint: str, step: int, out: str) -> str:
     """A copy of ``checkpoint`` whose iteration counters say ``step``."""
-    state = torch.load(checkpoint, map_location="cpu")
+    state = torch.load(checkpoint, map_location="cpu", weights_only=True)
     state["meta"]["iter"] = step
     for scheduler in state.get("param_schedulers", []):
         scheduler["last_step"] = step

@@ -1,16 +1,20 @@
 """mmengine 0.10.7 checkpoints under torch >= 2.6's ``weights_only=True`` loads.
 
-torch 2.6 unpickles only allow-listed types; mmengine's ``HistoryBuffer`` (numpy values,
-``getattr(HistoryBuffer, 'min')``) made ``--resume`` fail with an ``UnpicklingError``.
-:func:`install` allow-lists those types and keeps ``weights_only`` on in every mmengine load,
-with one-line errors (:class:`UnsafeCheckpointError`, :class:`CorruptCheckpointError`).
-docs/robustness.md, "Safe checkpoint loading".
+torch 2.6 unpickles only allow-listed types; mmengine 0.10.7's ``HistoryBuffer`` (numpy values;
+its pickle calls ``getattr``) made ``--resume`` fail with an ``UnpicklingError`` (upstream:
+open-mmlab/mmengine#1655; the fix proposed there, open-mmlab/mmengine#1650, turns
+``weights_only`` off). :func:`install` allow-lists those types, trims the buffer's pickle where
+mmengine's own needs ``getattr`` (:data:`UPSTREAM_PICKLES_GETATTR`), and keeps ``weights_only``
+on in every mmengine load, with one-line errors (:class:`UnsafeCheckpointError`,
+:class:`CorruptCheckpointError`). docs/robustness.md, "Safe checkpoint loading";
+tests/compat/test_upstream_canaries.py says when mmengine no longer needs it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import os
 import pickle
 import re
@@ -129,9 +133,27 @@ def _history_buffer_state(self: HistoryBuffer) -> dict:
     return dict(state, statistics_methods=custom) if custom else state
 
 
+def _pickles_getattr() -> bool:
+    """Whether mmengine's own ``HistoryBuffer`` pickles a call of ``getattr``, which
+    ``weights_only`` loads refuse (mmengine 0.10.7 does)."""
+    if getattr(HistoryBuffer.__getstate__, "_hamseg", False):
+        return True  # already trimmed by an earlier install()
+    buffer = io.BytesIO()
+    torch.save(HistoryBuffer(), buffer)
+    buffer.seek(0)
+    return "builtins.getattr" in torch.serialization.get_unsafe_globals_in_checkpoint(buffer)
+
+
+_history_buffer_state._hamseg = True  # type: ignore[attr-defined]
+#: Whether the installed mmengine's HistoryBuffer needed trimming (read before it is trimmed).
+UPSTREAM_PICKLES_GETATTR: bool = _pickles_getattr()
+
+
 def install() -> None:
-    """Allow-list mmengine's types, trim the buffer's state, wrap the loader; idempotent."""
-    HistoryBuffer.__getstate__ = _history_buffer_state
+    """Allow-list mmengine's types, trim the buffer's state where needed, wrap the loader;
+    idempotent."""
+    if UPSTREAM_PICKLES_GETATTR:
+        HistoryBuffer.__getstate__ = _history_buffer_state
     torch.serialization.add_safe_globals(MMENGINE_CHECKPOINT_TYPES)
     load = CheckpointLoader.__dict__["load_checkpoint"].__func__
     if not getattr(load, "_hamseg_safe", False):

@@ -1,8 +1,10 @@
 """Pure-PyTorch ``mmcv.ops.point_sample`` and ``sigmoid_focal_loss`` for mmcv-lite.
 
-mmseg 1.2.2 imports these two from ``mmcv.ops`` without a guard; mmcv-lite 2.1.0 has no compiled
-``mmcv._ext``, so ``import mmseg.models`` fails. Only then :func:`install` puts a stand-in in
-``sys.modules['mmcv.ops']`` (any other name: the ``ModuleNotFoundError`` mmseg's guards expect).
+mmseg 1.2.2 imports these two from ``mmcv.ops`` without a guard (upstream:
+open-mmlab/mmsegmentation#871); mmcv-lite 2.1.0 has no compiled ``mmcv._ext``, so ``import
+mmseg.models`` fails. Only then :func:`install` puts a stand-in in ``sys.modules['mmcv.ops']``
+(any other name: the ``ModuleNotFoundError`` mmseg's guards expect).
+tests/compat/test_upstream_canaries.py says when mmseg no longer needs it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from torch import Tensor
 _MISSING_OP_HINT = (
     "mmcv.ops.{name} is a compiled mmcv op and this environment has mmcv-lite (no mmcv._ext). "
     "hamseg provides only point_sample and sigmoid_focal_loss in pure PyTorch. Install a compiled "
-    "mmcv 2.0/2.1 built for your torch (see README, 'Keeping a compiled mmcv') to use {name}."
+    "mmcv 2.0/2.1 built for your torch to use {name} "
+    '(see docs/usage.md, "Keeping a compiled mmcv").'
 )
 
 

@@ -1,9 +1,14 @@
 """Config paths across packages: ``mmseg::`` without ``pkg_resources``, and ``hamseg::``.
 
-mmengine 0.10.7 resolves ``mmseg::`` bases through ``pkg_resources`` (gone in setuptools >= 81):
-:func:`install` uses ``importlib.metadata`` instead. :func:`register_hamseg` accepts ``hamseg::``
-for the configs in ``hamseg/.mim/configs``, read without a scope (hamseg registers into mmseg's
-registries). README, "Configs".
+mmengine 0.10.7 resolves ``mmseg::`` bases through ``pkg_resources``, which setuptools removed
+(deprecated in 81, gone in 82: pypa/setuptools#5007). requirements.txt pins setuptools < 81 for
+the tested environment, but the wheel does not pin setuptools, so a wheel installed beside a
+newer one needs :func:`install`: ``importlib.metadata`` lookups in place of mmengine's two
+``pkg_resources`` calls, applied only when ``pkg_resources`` cannot be imported.
+:func:`register_hamseg` accepts ``hamseg::`` for the configs in ``hamseg/.mim/configs``, read
+without a scope (hamseg registers into mmseg's registries):
+docs/ecosystem.md, "mmengine's hub and registries".
+tests/compat/test_upstream_canaries.py says when mmengine no longer needs either.
 """
 
 from __future__ import annotations

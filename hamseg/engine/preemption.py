@@ -4,24 +4,21 @@ workers drop the signals unless their parent sends them. docs/robustness.md, "Pr
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import os.path as osp
 import signal
 import subprocess
-import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import mmengine.runner._flexible_runner as flexible_runner
-import mmengine.runner.runner as runner_module
-from mmengine.dataset import worker_init_fn as mmengine_worker_init_fn
 from mmengine.dist import barrier, is_main_process
 from mmengine.hooks import CheckpointHook, Hook
 from mmengine.logging import print_log
 from mmengine.runner import IterBasedTrainLoop
 from mmseg.registry import HOOKS
+
+from hamseg.compat.worker_signals import protect_workers
 
 from .checkpoints import ATOMIC_BACKEND, POINTER, atomic_write
 from .random_state import gather_rng_states
@@ -40,30 +37,6 @@ def _signum(spec: str | int) -> int:
     if isinstance(spec, int):
         return int(signal.Signals(spec))
     return int(signal.Signals["SIG" + spec.upper().removeprefix("SIG")])
-
-
-def _obey_parent_only(signals: tuple, parent: int) -> None:
-    """Wait for ``signals`` (blocked in this process); exit if the parent sent one."""
-    while True:
-        if signal.sigwaitinfo(signals).si_pid == parent:
-            os._exit(0)  # what torch's worker SIGTERM handler does for its parent
-
-
-def worker_init_fn(worker_id: int, *args: Any, ignored: tuple, **kwargs: Any) -> None:
-    """mmengine's worker seeding; then only the parent (the DataLoader's shutdown) may end the
-    worker with one of the ``ignored`` signals."""
-    mmengine_worker_init_fn(worker_id, *args, **kwargs)
-    signal.pthread_sigmask(signal.SIG_BLOCK, ignored)  # threads started later inherit it
-    threading.Thread(target=_obey_parent_only, args=(ignored, os.getppid()), daemon=True).start()
-
-
-def protect_workers(signals: Iterable[int]) -> None:
-    """Make DataLoader workers that mmengine's runners start from now on ignore ``signals``
-    unless their parent sends them (slurm signals every process of a step); () undoes it."""
-    ignored = tuple(sorted(set(signals)))
-    init = functools.partial(worker_init_fn, ignored=ignored) if ignored else None
-    for module in (runner_module, flexible_runner):
-        module.default_worker_init_fn = init or mmengine_worker_init_fn
 
 
 def ignore_signals_until_exit() -> list[int]:

@@ -14,8 +14,7 @@ import pytest
 import torch
 
 from hamseg.apis import CheckpointMismatchError, HamSegInferencer, inference_model, init_model
-from hamseg.apis.inference import predict_label
-from hamseg.apis.inference import resolve_model_name
+from hamseg.apis.inference import predict_label, resolve_model_name
 from tests.conftest import REPO
 from tests.helpers import (
     DEMO_NMF,

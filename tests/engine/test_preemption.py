@@ -22,12 +22,13 @@ from mmengine.hooks import Hook
 
 import tests.robust.fault_hooks  # noqa: F401  (registers SignalAtIterHook)
 from hamseg.compat.checkpoint import is_complete_checkpoint
+from hamseg.compat.worker_signals import protect_workers
 from hamseg.engine import (
     PREEMPTED_EXIT_CODE,
     PreemptionHook,
     TrainingPreempted,
 )
-from hamseg.engine.preemption import _signum, ignore_signals_until_exit, protect_workers
+from hamseg.engine.preemption import _signum, ignore_signals_until_exit
 from tests.conftest import REPO, TINY_FCN
 from tests.helpers import one_thread  # noqa: F401  (fixture)
 from tests.robust.helpers import (
