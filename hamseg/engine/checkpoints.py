@@ -80,7 +80,9 @@ class AtomicCheckpointHook(CheckpointHook):
 
     def _save_checkpoint_with_step(self, runner, step: int, meta: dict) -> None:
         """mmengine 0.10.7's ``CheckpointHook._save_checkpoint_with_step`` (rotate, save, point),
-        except that the pointer is replaced atomically instead of rewritten in place."""
+        except that the pointer is replaced atomically instead of rewritten in place (the
+        pointer write has no hook of its own; tests/compat/test_upstream_canaries.py pins the
+        upstream method this follows)."""
         keep = getattr(self, "keep_ckpt_ids", None)  # set in before_train if max_keep_ckpts > 0
         if self.max_keep_ckpts > 0 and not (keep and keep[-1] == step):
             if len(keep) == self.max_keep_ckpts:

@@ -136,7 +136,9 @@ def restart_at(loop: Any, batches: int, workers: list) -> TrainBatches:
         loader.worker_init_fn = functools.partial(
             _start_worker, init=init, states=workers, first=batches
         )
-        loader._iterator = None  # torch 2.x keeps persistent workers here: start new ones
+        # torch 2.x keeps persistent workers in this private attribute and has no public way to
+        # restart them in the states the workers must resume from
+        loader._iterator = None
     loop.dataloader_iterator = None  # the old iterator's workers stop with it
     inner = iter(loader)
     loader.worker_init_fn = init
