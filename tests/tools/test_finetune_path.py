@@ -373,7 +373,8 @@ def test_a_missing_demo_checkpoint_says_which_command_writes_it(tmp_path, monkey
         apply_resume(cfg, None)
     assert str(err.value).startswith(
         "load_from checkpoint not found: work_dirs/demo/hamhead-nmf_r18-d8_context-shapes/"
-        f"iter_500.pth, relative to {tmp_path} (`python tools/run_demo.py` writes it, or set "
+        f"iter_500.pth, relative to {tmp_path} (`python tools/run_demo.py --config "
+        "configs/demo/hamhead-nmf_r18-d8_context-shapes.py` writes it, or set "
         "another with --cfg-options load_from=PATH)"
     )
     cfg = build_config(CUSTOM.replace("hamhead-nmf_r18-d8_custom", "segnext_mscan-t_custom"))
