@@ -199,7 +199,7 @@ def test_context_with_the_checks_command(context_tree):
     assert "Context .mat -> PNG" in err
 
     init_default_scope("mmseg")
-    for config, classes in (("ham_context.py", 60), ("ham_context_59.py", 59)):
+    for config, classes in (("ham_context_60.py", 60), ("ham_context.py", 59)):
         cfg = Config.fromfile(osp.join(REPO, "configs", config))
         dataset = DATASETS.build(cfg.val_dataloader.dataset)
         assert len(dataset) == 2 and len(dataset.metainfo["classes"]) == classes
