@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from hamseg.utils.errors import UsageError
 
-from .decompositions import SEEDED_EVAL
+from .decompositions import DEFAULT_EVAL
 from .hamburger import Hamburger
 
 __all__ = ["HamHead"]
@@ -68,7 +68,7 @@ class HamHead(BaseDecodeHead):
         self.ham_channels = ham_channels
         self.conv_init = conv_init
         if ham_cfg is None:
-            ham_cfg = dict(type="NMF", R=64, **SEEDED_EVAL)
+            ham_cfg = dict(type="NMF", R=64, **DEFAULT_EVAL)
         conv_kwargs = dict(
             padding=1, conv_cfg=self.conv_cfg, norm_cfg=self.norm_cfg, act_cfg=self.act_cfg
         )

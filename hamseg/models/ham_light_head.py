@@ -17,7 +17,7 @@ from mmseg.registry import MODELS
 from torch import Tensor
 
 from . import level_squeeze
-from .decompositions import SEEDED_EVAL
+from .decompositions import DEFAULT_EVAL
 from .light_hamburger import LightHamburger
 
 __all__ = ["HamLightHead", "ham_cfg_from_kwargs"]
@@ -46,7 +46,7 @@ def ham_cfg_from_kwargs(ham_kwargs: dict) -> dict:
     kwargs = {**MMSEG_DEFAULTS, **ham_kwargs}
     cfg = {ours: kwargs[theirs] for theirs, ours in _KWARGS.items()}
     init = "random" if kwargs["rand_init"] else "fixed"
-    return dict(type="NMF", **cfg, init=init, **SEEDED_EVAL)
+    return dict(type="NMF", **cfg, init=init, **DEFAULT_EVAL)
 
 
 @MODELS.register_module()
