@@ -1,5 +1,5 @@
 """The evaluation protocols of a random-init ham compared on one checkpoint, head only
-(docs/evaluation.md, "Measured: what the ensemble changes"): the backbone runs once per image
+(docs/evaluation.md, "What each protocol gives on the demo"): the backbone runs once per image
 and its features are kept, the head and its ham's draws run as often as a measurement needs.
 The mIoU equals the test loop's for the same draws (tested).
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import torch
 from mmengine.logging import MMLogger
@@ -26,13 +26,11 @@ from torch.nn.modules.batchnorm import _BatchNorm
 
 from .eval_variance import Evaluation, hams, set_eval_draws
 
-#: Features of one preprocessed batch and its samples.
-Batch = tuple[list[Tensor], list]
 #: Logits (B, C, H, W) of a batch at the input size, from its features and image metas.
 LogitsFn = Callable[[list[Tensor], list[dict]], Tensor]
 
 
-def cache_features(model: nn.Module, dataloader: Sequence, limit: int | None = None) -> list:
+def cache_features(model: nn.Module, dataloader: Iterable, limit: int | None = None) -> list:
     """``[(features, data_samples), ...]`` of the dataloader's batches (eval mode, no gradient),
     up to ``limit`` images."""
     batches, seen = [], 0
@@ -49,15 +47,16 @@ def cache_features(model: nn.Module, dataloader: Sequence, limit: int | None = N
 def norms_after_ham(head: nn.Module, features: list[Tensor]) -> list[_BatchNorm]:
     """The batch norms of ``head`` that one forward calls after its ham, in call order."""
     order: list[nn.Module] = []
-    watched = [m for m in head.modules() if isinstance(m, _BatchNorm)] + hams(head)
+    found = hams(head)
+    watched = [m for m in head.modules() if isinstance(m, _BatchNorm)] + found
     handles = [m.register_forward_hook(lambda m, i, o: order.append(m)) for m in watched]
     try:
-        with torch.no_grad():
+        with torch.enable_grad():  # the module calls: the fused inference path folds the BN
             head(features)
     finally:
         for handle in handles:
             handle.remove()
-    first = next(i for i, m in enumerate(order) if m in hams(head))
+    first = next(i for i, m in enumerate(order) if m in found)
     return list(dict.fromkeys(m for m in order[first:] if isinstance(m, _BatchNorm)))
 
 
@@ -180,11 +179,11 @@ class ProtocolStudy:
         if not norms:
             return None
         inputs: list[Tensor] = []
-        handle = norms[0].register_forward_hook(lambda m, i, o: inputs.append(i[0]))
+        handle = norms[0].register_forward_hook(lambda m, i, o: inputs.append(i[0].detach()))
         set_eval_draws(self.model, seed, draws)
         torch.manual_seed(0)
         try:
-            with torch.no_grad():
+            with torch.enable_grad():  # the module calls, as in norms_after_ham
                 for features, _ in self.val:
                     self.head(features)
         finally:
