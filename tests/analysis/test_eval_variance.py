@@ -72,6 +72,13 @@ def test_the_tool_prints_the_seed_sweep_and_the_random_runs(tmp_path):
     # the paper's protocol sets eval_seed=None: runs vary (the tiny model is not trained, so
     # only their count and summary line are checked)
     assert re.search(r"protocol .* mIoU over 3 evaluations: mean [\d.]+ \+- [\d.]+", proc.stdout)
+    # both protocols with the config's test-time augmentation: the ensemble against the mean
+    args = ["tools/analysis/eval_variance.py", CUSTOM, ckpt, "--runs", "2", "--ensemble", "--tta"]
+    proc = run(*args, "--work-dir", str(tmp_path / "t"), "--cfg-options", *opts)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    mean = float(re.search(r"over 2 evaluations: mean ([\d.]+)", proc.stdout).group(1))
+    ensemble = re.search(r"eval_draws=12\): mIoU ([\d.]+), ([+-][\d.]+) against", proc.stdout)
+    assert float(ensemble.group(2)) == pytest.approx(float(ensemble.group(1)) - mean, abs=2e-4)
 
 
 def test_a_checkpoint_of_another_class_count_is_one_line(tmp_path):
