@@ -23,6 +23,7 @@ from hamseg.apis.checkpoint import check_checkpoint_file  # noqa: E402
 from hamseg.cli import LAUNCHERS, CLIError, build_config, run_cli  # noqa: E402
 from hamseg.cli.preflight import naming_validate_dataset, scan_data  # noqa: E402
 from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
+from hamseg.engine.tta import use_tta  # noqa: E402
 from hamseg.utils.errors import require_file  # noqa: E402
 
 
@@ -69,11 +70,7 @@ def main() -> None:
         if args.show_dir:
             cfg.visualizer["save_dir"] = args.show_dir
     if args.tta:
-        if "tta_pipeline" not in cfg or "tta_model" not in cfg:
-            raise CLIError("--tta needs tta_pipeline and tta_model in the config")
-        cfg.test_dataloader.dataset.pipeline = cfg.tta_pipeline
-        cfg.tta_model.module = cfg.model
-        cfg.model = cfg.tta_model
+        use_tta(cfg)
     if args.out is not None:
         cfg.test_evaluator["output_dir"] = args.out
         cfg.test_evaluator["keep_results"] = True

@@ -28,6 +28,7 @@ from mmengine.runner import Runner  # noqa: E402
 from mmseg.registry import RUNNERS  # noqa: E402
 
 from hamseg.cli import LAUNCHERS, add_guard_hooks, build_config, enable_amp, run_cli  # noqa: E402
+from hamseg.cli.batch_check import check_total_batch, launch_world_size  # noqa: E402
 from hamseg.cli.preflight import check_schedule, naming_validate_dataset, scan_data  # noqa: E402
 from hamseg.cli.resume import (  # noqa: E402
     apply_resume,
@@ -76,6 +77,16 @@ def parse_args() -> argparse.Namespace:
         help="--resume a checkpoint trained with other scheduler ends: rebuild this config's "
         "schedulers at its iteration (else refused)",
     )
+    parser.add_argument(
+        "--auto-scale-lr",
+        action="store_true",
+        help="another total batch than the recipe's: lr x total / auto_scale_lr.base_batch_size",
+    )
+    parser.add_argument(
+        "--allow-batch-mismatch",
+        action="store_true",
+        help="train at another total batch than the recipe's with the recipe's lr",
+    )
     parser.add_argument("--launcher", choices=LAUNCHERS, default="none", help="job launcher")
     parser.add_argument("--local_rank", "--local-rank", type=int, default=0)
     return parser.parse_args()
@@ -87,6 +98,8 @@ def main() -> None:
     if args.amp or args.amp_dtype:
         enable_amp(cfg, args.amp_dtype)
     check_schedule(cfg, args.cfg_options, args.allow_schedule_mismatch)
+    world_size = launch_world_size(args.launcher)
+    check_total_batch(cfg, world_size, args.allow_batch_mismatch, args.auto_scale_lr)
     target = apply_resume(cfg, args.resume)
     done = finished_run(cfg, target)
     if done:

@@ -1,8 +1,10 @@
 """How much one checkpoint's test mIoU depends on the ham's random dictionary (docs/evaluation.md).
 
-:func:`evaluate_repeatedly` runs the test loop N times with fresh random dictionaries
-(``eval_seed=None``, as mmseg's ``LightHamHead``); :func:`seed_sweep` evaluates once per
-``eval_seed`` and ensemble size K (``eval_draws``), timed, the K values side by side.
+:func:`evaluate_repeatedly` runs the test loop N times as configured; under the paper's protocol
+(``eval_seed=None, eval_draws=1``: new dictionaries at every forward, as the release and mmseg's
+``LightHamHead``) each run draws others, and :func:`interval` gives their mean with a 95%
+interval. :func:`seed_sweep` evaluates once per ``eval_seed`` and ensemble size K
+(``eval_draws``), timed, the K values side by side.
 """
 
 from __future__ import annotations
@@ -13,13 +15,53 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import torch
 from mmengine.config import Config
 from mmengine.runner import Runner
 from mmengine.utils import ProgressBar
 from torch import nn
 
 from hamseg.apis.checkpoint import check_checkpoint_file
-from hamseg.models.decompositions import MatrixDecomposition2D
+from hamseg.models.decompositions import EVAL_PROTOCOLS, MatrixDecomposition2D
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Mean of n values with the half width of its 95% t interval (0 for one value)."""
+
+    mean: float
+    std: float
+    n: int
+    half_width: float
+
+    def text(self) -> str:
+        if self.n == 1:
+            return f"{self.mean:.2f} (n = 1)"
+        return (
+            f"{self.mean:.2f} +- {self.half_width:.2f} (95% CI; std {self.std:.2f}, n = {self.n})"
+        )
+
+
+def interval(values: Sequence[float]) -> Interval:
+    """The mean of ``values`` with a 95% Student t interval (sample std)."""
+    from scipy.stats import t
+
+    n, mean = len(values), statistics.fmean(values)
+    std = statistics.stdev(values) if n > 1 else 0.0
+    half = float(t.ppf(0.975, n - 1)) * std / n**0.5 if n > 1 else 0.0
+    return Interval(mean, std, n, half)
+
+
+def difference(a: Sequence[float], b: Sequence[float]) -> Interval:
+    """mean(a) - mean(b) with Welch's 95% interval (``std``: its standard error; ``n``: the
+    smaller sample)."""
+    from scipy.stats import t
+
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    se = (va + vb) ** 0.5
+    dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if se > 0 else 1.0
+    diff = statistics.fmean(a) - statistics.fmean(b)
+    return Interval(diff, se, min(len(a), len(b)), float(t.ppf(0.975, dof)) * se)
 
 
 @dataclass(frozen=True)
@@ -33,9 +75,11 @@ class VarianceReport:
     max: float
 
     def line(self) -> str:
+        ci = interval(self.values)
         return (
-            f"mIoU over {len(self.values)} evaluations: mean {self.mean:.4f}, std {self.std:.4f}, "
-            f"min {self.min:.4f}, max {self.max:.4f}"
+            f"mIoU over {len(self.values)} evaluations: mean {self.mean:.4f} +- "
+            f"{ci.half_width:.4f} (95% CI), std {self.std:.4f}, min {self.min:.4f}, "
+            f"max {self.max:.4f}"
         )
 
 
@@ -85,6 +129,14 @@ def set_eval_draws(model: nn.Module, seed: int | None, draws: int | None = None)
         ham.eval_seed, ham.eval_draws = seed, ham.eval_draws if draws is None else draws
 
 
+def set_protocol(model: nn.Module, name: str) -> None:
+    """Evaluate every hamseg ham of ``model`` under ``EVAL_PROTOCOLS[name]`` ('paper',
+    'ensemble'); ValueError for another name or a model without one."""
+    if name not in EVAL_PROTOCOLS:
+        raise ValueError(f"protocol must be one of {sorted(EVAL_PROTOCOLS)}, got {name!r}")
+    set_eval_draws(model, EVAL_PROTOCOLS[name]["eval_seed"], EVAL_PROTOCOLS[name]["eval_draws"])
+
+
 class Evaluation:
     """One checkpoint's test loop (``metric`` of its evaluator), run again and again on one
     model built once from ``cfg`` (``work_dir``, ``launcher`` set); the checkpoint is checked
@@ -126,11 +178,13 @@ def _timed(evaluation: Evaluation, settings: Sequence, progress: bool, set_up) -
 
 
 def evaluate_repeatedly(
-    evaluation: Evaluation, runs: int = 5, progress: bool = True
+    evaluation: Evaluation, runs: int = 5, progress: bool = True, seed: int | None = None
 ) -> VarianceReport:
     """Run the test loop ``runs`` times on one model as configured (``eval_seed=None``: new
-    dictionaries every run)."""
-    results = _timed(evaluation, range(runs), progress, lambda _: None)
+    dictionaries every run); with ``seed``, run i after ``torch.manual_seed(seed + i)`` (the
+    whole report repeats)."""
+    set_up = (lambda run: torch.manual_seed(seed + run)) if seed is not None else lambda _: None
+    results = _timed(evaluation, range(runs), progress, set_up)
     return summarize([value for value, _ in results])
 
 

@@ -12,7 +12,7 @@ import os
 import os.path as osp
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Optional
 
@@ -26,6 +26,9 @@ from .loading import InvalidSampleError
 
 #: Sizes of the real lists (paper App. D: 10,582 training images).
 TRAINAUG_LEN, VOC_TRAIN_LEN = 10582, 1464
+#: The release's SegmentationClassAug: SBD's 11,355 class maps and VOC 2012's 2,913 trainval
+#: labels, 2,237 images in both (docs/recipes.md, "Stage 2's labels").
+RELEASE_AUG_LEN = 12031
 #: The 59 Context classes as ids of the 459-label set (labels.txt numbering); sorted by id, which
 #: is also mmseg's ``PascalContextDataset59`` class order.
 CONTEXT59: tuple[tuple[int, str], ...] = (
@@ -96,22 +99,63 @@ def _mats(folder: str) -> list[str]:
 
 @dataclass
 class TrainAug:
-    """What :func:`build_trainaug` wrote: PNG count and folder, the two lists, VOC train size."""
+    """What :func:`build_trainaug` wrote: SBD's PNG count and folder, the two lists, the VOC
+    train size; with ``voc_labels``, the VOC trainval ids written and those SBD had too."""
 
     converted: int
     out_dir: str
     aug: list[str]
     trainaug: list[str]
     voc_train: int
+    voc_written: list[str] = field(default_factory=list)
+    overlap: list[str] = field(default_factory=list)
+
+    @property
+    def labels(self) -> int:
+        """PNGs in ``out_dir`` written by this run (SBD's and VOC's, each id once)."""
+        return self.converted + len(self.voc_written) - len(self.overlap)
+
+
+def _copy_voc_label(image_id: str, voc_dir: str, out_dir: str) -> str:
+    """``voc_dir/<id>.png`` (VOC's palette PNG: class indices, 255 at object borders) ->
+    ``out_dir/<id>.png`` as a grayscale PNG of the same indices; returns the id."""
+    path = osp.join(voc_dir, image_id + ".png")
+    try:
+        with Image.open(path) as image:
+            mode, label = image.mode, np.array(image)
+    except FileNotFoundError:
+        raise InvalidSampleError(f"VOC label {path!r} does not exist") from None
+    except OSError as err:
+        raise InvalidSampleError(f"VOC label {path!r} cannot be read ({err})") from None
+    if label.ndim != 2 or mode not in ("P", "L"):
+        raise InvalidSampleError(
+            f"VOC label {path!r} is a {mode!r}-mode image: VOC 2012's SegmentationClass PNGs hold "
+            "class indices (palette mode); extract it again from VOCtrainval_11-May-2012.tar"
+        )
+    bad = sorted(set(np.unique(label).tolist()) - set(range(21)) - {255})
+    if bad:
+        raise InvalidSampleError(f"VOC label {path!r} holds values {bad} outside 0..20 and 255")
+    Image.fromarray(label.astype(np.uint8)).save(osp.join(out_dir, image_id + ".png"))
+    return image_id
 
 
 def build_trainaug(
-    devkit_path: str, aug_path: str, out_dir: Optional[str] = None, nproc: int = 1
+    devkit_path: str,
+    aug_path: str,
+    out_dir: Optional[str] = None,
+    nproc: int = 1,
+    voc_labels: bool = False,
 ) -> TrainAug:
     """Every SBD class map as ``SegmentationClassAug/<id>.png`` (``out_dir``) and
     ``ImageSets/Segmentation/{aug,trainaug}.txt`` under VOC2012/, from the
     extracted SBD release ``aug_path``. Raises FileNotFoundError saying what to download when
-    the class maps, a split file or an SBD image's .mat is missing."""
+    the class maps, a split file or an SBD image's .mat is missing.
+
+    With ``voc_labels``, VOC 2012's trainval labels (``SegmentationClass``, trainval.txt) are
+    written into the folder too, replacing SBD's where SBD has the image: the release's
+    SegmentationClassAug of 12,031 labels, built as DeepLab's recipe builds it (VOC's label wins;
+    docs/recipes.md, "Stage 2's labels").
+    """
     voc = osp.join(devkit_path, "VOC2012")
     sets = osp.join(voc, "ImageSets", "Segmentation")
     in_dir = osp.join(aug_path, "dataset", "cls")
@@ -123,6 +167,7 @@ def build_trainaug(
             f"benchmark_RELEASE folder as {aug_path} (see data/README.md)."
         )
     voc_train, voc_val = (read_list(osp.join(sets, f"{s}.txt")) for s in ("train", "val"))
+    trainval = read_list(osp.join(sets, "trainval.txt")) if voc_labels else []  # checked first
     sbd = [i for s in ("train", "val") for i in read_list(osp.join(aug_path, f"dataset/{s}.txt"))]
     ids = sorted(_mats(in_dir))
     os.makedirs(out_dir, exist_ok=True)
@@ -134,11 +179,18 @@ def build_trainaug(
             f"{len(missing)} SBD images of dataset/train.txt + val.txt have no .mat in {in_dir}, "
             f"e.g. {missing[:5]}"
         )
+    written = []
+    if voc_labels:  # after SBD's: VOC's label replaces SBD's on the images both have
+        voc_dir = osp.join(voc, "SegmentationClass")
+        work = partial(_copy_voc_label, voc_dir=voc_dir, out_dir=out_dir)
+        written = map_with_progress(work, trainval, nproc, "VOC labels -> PNG", chunksize=32)
     train, val = set(voc_train), set(voc_val)  # aug: SBD - train - val, trainaug: train + SBD - val
     aug, trainaug = sorted(set(sbd) - train - val), sorted((train | set(sbd)) - val)
     _write_list(osp.join(sets, "aug.txt"), aug)
     _write_list(osp.join(sets, "trainaug.txt"), trainaug)
-    return TrainAug(len(converted), out_dir, aug, trainaug, len(voc_train))
+    overlap = sorted(set(written) & set(converted))
+    voc_ids = sorted(written)
+    return TrainAug(len(converted), out_dir, aug, trainaug, len(voc_train), voc_ids, overlap)
 
 
 def lookup_table() -> np.ndarray:

@@ -1,7 +1,7 @@
 """Training-engine pieces hamseg registers into mmseg: guard hooks (pre-emption, divergence,
 exact resume), a sampler that resumes without loading the trained batches, crash-safe
 checkpoints, channels_last on CUDA, CPU mixed precision and CPU multi-process training, TTA,
-painted test images of every rank."""
+painted test images of every rank, the Context comparators' multi-scale test."""
 
 from .amp import CPUAmpOptimWrapper
 from .channels_last import ChannelsLastHook
@@ -9,6 +9,7 @@ from .checkpoints import AtomicCheckpointHook, find_latest_complete_checkpoint
 from .distributed import setup_cpu_distributed
 from .divergence import DIVERGED_EXIT_CODE, NonFiniteLossHook, TrainingDiverged
 from .extend_schedule import ExtendScheduleHook
+from .multi_eval_tta import MultiEvalTTAModel
 from .preemption import PREEMPTED_EXIT_CODE, PreemptionHook, TrainingPreempted
 from .random_state import RandomStateHook
 from .resume_skip import ResumableInfiniteSampler, collate_with_worker_rng
@@ -25,6 +26,7 @@ __all__ = [
     "ChannelsLastHook",
     "EveryRankVisualizationHook",
     "HamSegTTAModel",
+    "MultiEvalTTAModel",
     "NonFiniteLossHook",
     "PreemptionHook",
     "RandomStateHook",

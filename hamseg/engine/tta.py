@@ -10,15 +10,28 @@ from typing import Any, Optional, Union
 
 import torch
 import torch.nn.functional as F
+from mmengine.config import Config
 from mmengine.structures import PixelData
 from mmseg.models.segmentors.seg_tta import SegTTAModel
 from mmseg.registry import MODELS
 from mmseg.structures import SegDataSample
 from torch import Tensor
 
-__all__ = ["HamSegTTAModel", "pad_to_stride_plus_one"]
+from hamseg.utils.errors import UsageError
+
+__all__ = ["HamSegTTAModel", "pad_to_stride_plus_one", "use_tta"]
 
 MERGES = ("logits_sum", "prob_mean")
+
+
+def use_tta(cfg: Config) -> None:
+    """What ``tools/test.py --tta`` does to a config: the test split read with ``tta_pipeline``,
+    the model wrapped in ``tta_model``. UsageError if the config lacks either."""
+    if "tta_pipeline" not in cfg or "tta_model" not in cfg:
+        raise UsageError("--tta needs tta_pipeline and tta_model in the config")
+    cfg.test_dataloader.dataset.pipeline = cfg.tta_pipeline
+    cfg.tta_model.module = cfg.model
+    cfg.model = cfg.tta_model
 
 
 def pad_to_stride_plus_one(

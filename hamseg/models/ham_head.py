@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from hamseg.utils.errors import UsageError
 
-from .decompositions import SEEDED_EVAL
+from .decompositions import DEFAULT_EVAL
 from .hamburger import Hamburger
 
 __all__ = ["HamHead"]
@@ -29,8 +29,9 @@ class HamHead(BaseDecodeHead):
 
     Args:
         ham_channels: Channels of the Hamburger (paper and release: 512).
-        ham_cfg: The decomposition's config, default ``dict(type='NMF', R=64, eval_seed=0,
-            eval_draws=12)`` (evaluation: the mean of 12 seeded draws, docs/evaluation.md).
+        ham_cfg: The decomposition's config, default ``dict(type='NMF', R=64, eval_seed=None,
+            eval_draws=1)`` (evaluation: the paper's protocol, a new dictionary at every forward;
+            ``eval_seed=0, eval_draws=12``: hamseg's ensemble, docs/evaluation.md).
         variant: Hamburger variant, 'release' (default) or 'paper' (Eq. 6).
         latent_channels: Channels d of the ham (default ``ham_channels``).
         with_hamburger: False for Table 2's baseline: squeeze, align and classifier only.
@@ -68,7 +69,7 @@ class HamHead(BaseDecodeHead):
         self.ham_channels = ham_channels
         self.conv_init = conv_init
         if ham_cfg is None:
-            ham_cfg = dict(type="NMF", R=64, **SEEDED_EVAL)
+            ham_cfg = dict(type="NMF", R=64, **DEFAULT_EVAL)
         conv_kwargs = dict(
             padding=1, conv_cfg=self.conv_cfg, norm_cfg=self.norm_cfg, act_cfg=self.act_cfg
         )

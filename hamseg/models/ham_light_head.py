@@ -17,7 +17,7 @@ from mmseg.registry import MODELS
 from torch import Tensor
 
 from . import level_squeeze
-from .decompositions import SEEDED_EVAL
+from .decompositions import DEFAULT_EVAL
 from .light_hamburger import LightHamburger
 
 __all__ = ["HamLightHead", "ham_cfg_from_kwargs"]
@@ -32,7 +32,8 @@ def ham_cfg_from_kwargs(ham_kwargs: dict) -> dict:
     """hamseg's ``ham_cfg`` for mmseg's ``ham_kwargs`` of ``LightHamHead``.
 
     ``inv_t`` is dropped (mmseg's NMF2D forces 1, as hamseg's NMF); ``rand_init=False`` is
-    ``init='fixed'``; evaluation is the mean of 12 seeded draws (docs/evaluation.md).
+    ``init='fixed'``; evaluation is the paper's protocol, as mmseg's: a new dictionary at every
+    forward (docs/evaluation.md).
 
     Raises:
         ValueError: On a key that mmseg's NMF2D does not take.
@@ -46,7 +47,7 @@ def ham_cfg_from_kwargs(ham_kwargs: dict) -> dict:
     kwargs = {**MMSEG_DEFAULTS, **ham_kwargs}
     cfg = {ours: kwargs[theirs] for theirs, ours in _KWARGS.items()}
     init = "random" if kwargs["rand_init"] else "fixed"
-    return dict(type="NMF", **cfg, init=init, **SEEDED_EVAL)
+    return dict(type="NMF", **cfg, init=init, **DEFAULT_EVAL)
 
 
 @MODELS.register_module()
@@ -57,10 +58,10 @@ class HamLightHead(BaseDecodeHead):
     Args:
         ham_channels: Channels of the Hamburger (SegNeXt: 256 for T/S, 512 B, 1024 L).
         ham_cfg: hamseg ham config, e.g. ``dict(type='NMF', R=16, train_steps=6,
-            eval_steps=7, eval_seed=0, eval_draws=12)``.
+            eval_steps=7)``.
         ham_kwargs: mmseg's argument instead (:func:`ham_cfg_from_kwargs`); with both, the
-            entries of ``ham_cfg`` override (e.g. ``ham_cfg=dict(eval_seed=None)``: mmseg's
-            random evaluation). Neither: mmseg's defaults (NMF, r = 64, 6/7 steps), seeded.
+            entries of ``ham_cfg`` override (e.g. ``ham_cfg=dict(eval_seed=0, eval_draws=12)``:
+            hamseg's deterministic ensemble). Neither: mmseg's defaults (NMF, r = 64, 6/7 steps).
         **kwargs: :class:`BaseDecodeHead` arguments (``in_channels`` list, ``in_index``,
             ``channels``, ``num_classes``, ``norm_cfg``, ...); always ``multiple_select``.
 

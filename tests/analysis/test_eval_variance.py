@@ -28,9 +28,8 @@ def test_summary_statistics():
     report = summarize([40.0, 42.0, 41.0])
     assert (report.mean, report.std, report.min, report.max) == (41.0, 1.0, 40.0, 42.0)
     assert summarize([7.5]).std == 0.0
-    assert report.line() == (
-        "mIoU over 3 evaluations: mean 41.0000, std 1.0000, min 40.0000, max 42.0000"
-    )
+    # the 95% interval of the mean: t(0.975, 2) = 4.3027, times 1 / sqrt(3)
+    assert "mean 41.0000 +- 2.4841 (95% CI), std 1.0000" in report.line()
 
 
 def test_the_progress_bar_ends_its_line(monkeypatch, capsys):
@@ -70,9 +69,16 @@ def test_the_tool_prints_the_seed_sweep_and_the_random_runs(tmp_path):
     # on a line of its own: the progress bar's last redraw ends with a newline
     values = re.search(r"^mIoU per run: (.*)", proc.stdout, re.M).group(1).split(", ")
     assert len(values) == 3, values
-    # the random evaluations set eval_seed=None: they vary (the tiny model is not trained, so
+    # the paper's protocol sets eval_seed=None: runs vary (the tiny model is not trained, so
     # only their count and summary line are checked)
-    assert re.search(r"mIoU over 3 evaluations: mean [\d.]+, std [\d.]+", proc.stdout)
+    assert re.search(r"protocol .* mIoU over 3 evaluations: mean [\d.]+ \+- [\d.]+", proc.stdout)
+    # both protocols with the config's test-time augmentation: the ensemble against the mean
+    args = ["tools/analysis/eval_variance.py", CUSTOM, ckpt, "--runs", "2", "--ensemble", "--tta"]
+    proc = run(*args, "--work-dir", str(tmp_path / "t"), "--cfg-options", *opts)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    mean = float(re.search(r"over 2 evaluations: mean ([\d.]+)", proc.stdout).group(1))
+    ensemble = re.search(r"eval_draws=12\): mIoU ([\d.]+), ([+-][\d.]+) against", proc.stdout)
+    assert float(ensemble.group(2)) == pytest.approx(float(ensemble.group(1)) - mean, abs=2e-4)
 
 
 def test_a_checkpoint_of_another_class_count_is_one_line(tmp_path):
@@ -139,6 +145,39 @@ def test_two_evaluations_of_one_segnext_checkpoint_give_the_identical_miou(tmp_p
     runners[0].test_loop.run()
     first, second = (torch.cat([t.flatten() for t in run]) for run in recorder.runs[2:])
     assert not torch.equal(first, second)
+
+
+def test_the_paper_protocol_varies_between_runs_and_the_ensemble_does_not(tmp_path):
+    """The protocol switch on the demo HamHead-NMF (random weights) in the real test loop: the
+    paper's protocol gives another mIoU at each run, reported as mean +- std, and the same runs
+    again for the same seed; the ensemble gives one number at every run."""
+    data = str(tmp_path / "cs")
+    generate_context_shapes(data, ContextShapesConfig(size=32, num_train=1, num_val=3), False)
+    options = {
+        "data_root": data,
+        "default_hooks.visualization.draw": False,
+        "test_dataloader.num_workers": 0,
+        "test_dataloader.persistent_workers": False,
+    }
+    cfg = build_config(
+        osp.join(REPO, "configs", "demo", "hamhead-nmf_r18-d8_context-shapes.py"),
+        options,
+        str(tmp_path / "w"),
+    )
+    evaluation = eval_variance.Evaluation(cfg, make_checkpoint(str(tmp_path / "c.pth")))
+    eval_variance.set_protocol(evaluation.model, "paper")
+    paper = eval_variance.evaluate_repeatedly(evaluation, runs=3, progress=False, seed=7)
+    assert len(set(paper.values)) > 1 and paper.std > 0
+    assert paper.mean == pytest.approx(sum(paper.values) / 3)
+    again = eval_variance.evaluate_repeatedly(evaluation, runs=3, progress=False, seed=7)
+    assert again.values == paper.values
+    eval_variance.set_protocol(evaluation.model, "ensemble")
+    ham = eval_variance.hams(evaluation.model)[0]
+    assert (ham.eval_seed, ham.eval_draws) == (0, 12)
+    ensemble = eval_variance.evaluate_repeatedly(evaluation, runs=2, progress=False)
+    assert ensemble.values[0] == ensemble.values[1] and ensemble.std == 0.0
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        eval_variance.set_protocol(evaluation.model, "release")
 
 
 def test_seed_sweep_alternates_the_ensemble_sizes_and_sets_every_ham(monkeypatch):

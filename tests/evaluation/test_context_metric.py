@@ -113,8 +113,8 @@ def test_a_model_without_background_class_is_refused():
 # ------------------------------------------------------------------------------------------
 def test_context_configs_name_the_metric_and_the_switch():
     for name, metric in (
-        ("ham_context.py", "ContextIoUMetric"),
-        ("ham_context_59.py", "IoUMetric"),
+        ("ham_context_60.py", "ContextIoUMetric"),
+        ("ham_context.py", "IoUMetric"),
     ):
         cfg = Config.fromfile(osp.join(REPO, "configs", name))
         assert cfg.val_evaluator.type == cfg.test_evaluator.type == metric
@@ -147,7 +147,7 @@ def context_setup(tmp_path_factory) -> dict:
         head=dict(ham_cfg=dict(type="NMF", R=4, eval_seed=0)),
         test_cfg=dict(mode="whole", crop_size=(40, 40), stride=(32, 32)),
     )
-    config = write_tiny_twin("ham_context.py", str(tmp / "tiny_context.py"), model)
+    config = write_tiny_twin("ham_context_60.py", str(tmp / "tiny_context.py"), model)
     return dict(
         tmp=tmp, root=root, config=config, checkpoint=save_checkpoint(config, str(tmp / "c.pth"))
     )

@@ -180,9 +180,11 @@ def test_seeded_evaluation_repeats_and_random_evaluation_does_not():
     ours.eval()
     inputs = features()
     with torch.no_grad():
-        assert torch.equal(ours(inputs), ours(inputs))  # eval_seed=0 in the config
-        ours.hamburger.ham.eval_seed = None  # mmseg's behaviour: a new draw per forward
+        # the config's (and mmseg's) protocol: a new draw per forward
+        assert ours.hamburger.ham.eval_seed is None
         assert not torch.equal(ours(inputs), ours(inputs))
+        ours.hamburger.ham.eval_seed = 0  # seeded: the same logits at every forward
+        assert torch.equal(ours(inputs), ours(inputs))
 
 
 def test_mmseg_ham_kwargs_map_to_hamseg_nmf():
@@ -196,8 +198,8 @@ def test_mmseg_ham_kwargs_map_to_hamseg_nmf():
         train_steps=6,
         eval_steps=7,
         init="random",
-        eval_seed=0,
-        eval_draws=12,
+        eval_seed=None,
+        eval_draws=1,
     )
     assert ham_cfg_from_kwargs(dict(rand_init=False))["init"] == "fixed"
     assert ham_cfg_from_kwargs({})["R"] == 64  # mmseg's defaults
@@ -205,9 +207,9 @@ def test_mmseg_ham_kwargs_map_to_hamseg_nmf():
         ham_cfg_from_kwargs(dict(MD_T=1))
     # ham_cfg next to ham_kwargs overrides what they map to
     kwargs = dict(in_channels=[8, 8], in_index=[0, 1], channels=8, num_classes=3)
-    head = HamLightHead(8, ham_cfg=dict(eval_seed=None, R=4), ham_kwargs=dict(MD_R=16), **kwargs)
-    assert (head.hamburger.ham.R, head.hamburger.ham.eval_seed) == (4, None)
-    assert HamLightHead(8, ham_kwargs=dict(MD_R=16), **kwargs).hamburger.ham.eval_seed == 0
+    head = HamLightHead(8, ham_cfg=dict(eval_seed=0, R=4), ham_kwargs=dict(MD_R=16), **kwargs)
+    assert (head.hamburger.ham.R, head.hamburger.ham.eval_seed) == (4, 0)
+    assert HamLightHead(8, ham_kwargs=dict(MD_R=16), **kwargs).hamburger.ham.eval_seed is None
 
 
 def test_an_mmseg_config_switches_by_changing_only_the_type():
@@ -219,18 +221,19 @@ def test_an_mmseg_config_switches_by_changing_only_the_type():
         16,
         7,
         "one_step",
-        0,
-        12,
+        None,
+        1,
     )
-    inputs = features(size=128)  # seeded evaluation from the one-word switch
+    inputs = features(size=128)  # the one-word switch evaluates as mmseg: a draw per forward
     with torch.no_grad():
-        assert torch.equal(head(inputs), head(inputs))
-    cfg.ham_cfg = dict(eval_seed=None)  # --cfg-options decode_head.ham_cfg.eval_seed=None
-    unseeded = build(cfg).eval()
-    unseeded.load_state_dict(head.state_dict())
+        assert not torch.equal(head(inputs), head(inputs))
+    # --cfg-options decode_head.ham_cfg.eval_seed=0 decode_head.ham_cfg.eval_draws=12
+    cfg.ham_cfg = dict(eval_seed=0, eval_draws=12)
+    ensemble = build(cfg).eval()
+    ensemble.load_state_dict(head.state_dict())
     with torch.no_grad():
-        assert unseeded.hamburger.ham.eval_seed is None
-        assert not torch.equal(unseeded(inputs), unseeded(inputs))
+        assert (ensemble.hamburger.ham.eval_seed, ensemble.hamburger.ham.eval_draws) == (0, 12)
+        assert torch.equal(ensemble(inputs), ensemble(inputs))
     del cfg.ham_cfg
     # rand_init=False: the dictionary exists from construction (a checkpoint loads before any
     # forward), as a buffer of the state dict.

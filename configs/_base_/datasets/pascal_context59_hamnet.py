@@ -1,5 +1,6 @@
-# PASCAL Context, 59 object classes (background ignored: label 0 -> 255, k -> k-1), mmseg's other
-# Context benchmark. Same label files as the 60-class variant.
+# PASCAL Context, 59 object classes (background ignored: label 0 -> 255, k -> k-1): the protocol
+# of the paper's Table 5 and its comparators (mmseg's PascalContextDataset59). Same label files as
+# the 60-class variant.
 _base_ = ["./pascal_context_hamnet.py"]
 dataset_type = "PascalContextDataset59"
 train_pipeline = [
@@ -42,5 +43,5 @@ tta_pipeline = [
 train_dataloader = dict(dataset=dict(type=dataset_type, pipeline=train_pipeline))
 val_dataloader = dict(dataset=dict(type=dataset_type, pipeline=test_pipeline))
 test_dataloader = val_dataloader
-val_evaluator = dict(_delete_=True, type="IoUMetric", iou_metrics=["mIoU"])  # 59 classes
+val_evaluator = dict(_delete_=True, type="IoUMetric", iou_metrics=["mIoU"])  # over the 59 classes
 test_evaluator = val_evaluator

@@ -1,4 +1,4 @@
-# PASCAL Context, 60 classes (59 objects + background, as the paper evaluates): VOC 2010 train
+# PASCAL Context, 60 classes (59 objects + background; the secondary protocol): VOC 2010 train
 # (4,998) / val (5,105). Same augmentation as VOC (paper App. E.3: crop 513, scale 0.5-2, flip).
 # Prepare the labels with tools/dataset_converters/pascal_context.py (data/README.md).
 _base_ = ["./voc12aug_hamnet.py"]

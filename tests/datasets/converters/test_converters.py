@@ -27,6 +27,7 @@ from scipy.io import savemat
 from hamseg.datasets.checks import PREPARE_CONTEXT, PREPARE_VOC_AUG
 from hamseg.datasets import converters
 from hamseg.datasets.converters import build_trainaug, convert_pascal_context
+from hamseg.evaluation import voc_palette
 from tests.conftest import REPO
 
 #: The arguments of the commands the dataset checks print.
@@ -147,6 +148,89 @@ def test_voc_aug_names_a_corrupt_mat_in_one_line(voc_tree, nproc):
     assert error == f"error: SBD class map '{mat}' holds no 'GTcls' variable"
 
 
+@pytest.fixture()
+def release_tree(voc_tree):
+    """voc_tree plus VOC 2012 val labels for d and e (d is in SBD too) with VOC's 255 border band,
+    and trainval.txt: the VOC trainval labels are a b c d e, SBD's a b d x y."""
+    voc = "data/VOCdevkit/VOC2012"
+    write_lines(f"{voc}/ImageSets/Segmentation/trainval.txt", ["a", "b", "c", "d", "e"])
+    rng = np.random.default_rng(1)
+    for image_id, (h, w) in (("d", (22, 29)), ("e", (24, 24))):
+        label = rng.integers(0, 21, (h, w)).astype(np.uint8)
+        label[:, 5] = 255  # VOC's "void" band at object borders
+        image = Image.fromarray(label, mode="P")
+        image.putpalette(voc_palette())
+        image.save(f"{voc}/SegmentationClass/{image_id}.png")
+    return {i: np.array(Image.open(f"{voc}/SegmentationClass/{i}.png")) for i in "abcde"}
+
+
+def test_voc_labels_mode_writes_the_release_union_and_voc_wins(voc_tree, release_tree):
+    """SBD's 5 maps + VOC's 5 trainval labels, 3 images in both: 7 labels (the real data: 11,355
+    + 2,913 - 2,237 = 12,031); where both have the image, the PNG is VOC's label."""
+    out = run_command(f"{PREPARE_VOC_AUG} --voc-labels", "voc_aug")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "7 PNGs in data/VOCdevkit/VOC2012/SegmentationClassAug" in out.stdout
+    assert "SBD 5 + VOC trainval 5 labels, 3 images in both: VOC's label kept." in out.stdout
+    assert "12031 labels; got 7" in out.stderr
+    folder = "data/VOCdevkit/VOC2012/SegmentationClassAug"
+    assert sorted(os.listdir(folder)) == [f"{i}.png" for i in "abcdexy"]
+    for image_id in "abcdexy":
+        png = Image.open(f"{folder}/{image_id}.png")
+        expected = release_tree.get(image_id, voc_tree.get(image_id))
+        assert png.mode == "L" and np.array_equal(np.array(png), expected), image_id
+    assert not np.array_equal(release_tree["a"], voc_tree["a"])  # the overlap rule decided
+    res = build_trainaug(*VOC_AUG_ARGS, voc_labels=True)  # the same through the package
+    assert (res.converted, res.voc_written, res.overlap, res.labels) == (
+        5,
+        list("abcde"),
+        list("abd"),
+        7,
+    )
+    assert res.trainaug == ["a", "b", "c", "x", "y"]  # the lists do not change
+
+
+def stage2_release_labels() -> Config:
+    """configs/ham_voc_trainval.py with the documented switch to the release's labels."""
+    from hamseg.cli import build_config
+
+    option = {"train_dataloader.dataset.data_prefix.seg_map_path": "SegmentationClassAug"}
+    return build_config(osp.join(REPO, "configs", "ham_voc_trainval.py"), option)
+
+
+def test_stage2_switch_needs_the_voc_labels_mode(voc_tree, release_tree):
+    """Without --voc-labels SegmentationClassAug lacks the VOC-only images (c, e): the switch's
+    data scan lists them; with it every trainval label loads, equal to VOC's official one."""
+    from hamseg.datasets.checks import validate_splits
+
+    build_trainaug(*VOC_AUG_ARGS)
+    (report,) = validate_splits(stage2_release_labels(), ("train",), progress=False)
+    assert report.num_samples == 5 and len(report.problems) == 2
+    assert all("does not exist" in p for p in report.problems)
+    build_trainaug(*VOC_AUG_ARGS, voc_labels=True)
+    (report,) = validate_splits(stage2_release_labels(), ("train",), progress=False)
+    assert report.problems == []
+    init_default_scope("mmseg")
+    dataset = DATASETS.build(stage2_release_labels().train_dataloader.dataset)
+    official = Config.fromfile(osp.join(REPO, "configs", "ham_voc_trainval.py"))
+    default = DATASETS.build(official.train_dataloader.dataset)
+    for index in range(len(dataset)):
+        label = dataset.get_data_info(index)["seg_map_path"]
+        assert label.endswith(".png") and "SegmentationClassAug" in label
+        release = np.array(Image.open(label))
+        assert np.array_equal(
+            release, np.array(Image.open(default.get_data_info(index)["seg_map_path"]))
+        )
+
+
+def test_voc_labels_mode_refuses_an_rgb_label_in_one_line(voc_tree, release_tree):
+    path = "data/VOCdevkit/VOC2012/SegmentationClass/e.png"
+    Image.fromarray(np.zeros((24, 24, 3), np.uint8)).save(path)
+    error = last_line_error(run_command(f"{PREPARE_VOC_AUG} --voc-labels", "voc_aug"))
+    assert error.startswith(
+        f"error: VOC label '{path}' is a 'RGB'-mode image: VOC 2012's SegmentationClass"
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # PASCAL Context
 # --------------------------------------------------------------------------------------------
@@ -199,7 +283,7 @@ def test_context_with_the_checks_command(context_tree):
     assert "Context .mat -> PNG" in err
 
     init_default_scope("mmseg")
-    for config, classes in (("ham_context.py", 60), ("ham_context_59.py", 59)):
+    for config, classes in (("ham_context_60.py", 60), ("ham_context.py", 59)):
         cfg = Config.fromfile(osp.join(REPO, "configs", config))
         dataset = DATASETS.build(cfg.val_dataloader.dataset)
         assert len(dataset) == 2 and len(dataset.metainfo["classes"]) == classes
