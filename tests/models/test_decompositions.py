@@ -3,6 +3,8 @@ references of tests/models/references.py (the paper's layout: codes C of shape (
 
 import hamseg  # noqa: F401, I001  (patches the stack before anything imports mmseg)
 
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -91,7 +93,7 @@ def test_nmf_uniform_codes_are_u01_draws(monkeypatch):
     torch.manual_seed(3)
     coef0 = ham.init_coef(X, D0)
     torch.manual_seed(3)
-    expected = torch.rand(2, 35, 4, dtype=F64).transpose(1, 2)  # drawn as (N, R)
+    expected = torch.rand(2, 4, 35, dtype=F64)  # drawn in the paper's layout (R, N)
     torch.testing.assert_close(coef0, expected, rtol=0, atol=0)
     assert coef0.min() >= 0 and coef0.max() < 1
     bases, coef = ham.local_step(X, D0.clone(), coef0.clone())
@@ -104,23 +106,24 @@ def test_nmf_uniform_codes_are_u01_draws(monkeypatch):
     ham(torch.rand(2, 6, 5, 7), D0)
     torch.manual_seed(4)
     torch.rand(2, 6, 5, 7)
-    torch.testing.assert_close(codes[0], torch.rand(2, 35, 4).transpose(1, 2), rtol=0, atol=0)
+    torch.testing.assert_close(codes[0], torch.rand(2, 4, 35), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("S", [1, 2])
 def test_nmf_uniform_codes_are_seeded_in_evaluation(S, monkeypatch):
-    """With eval_seed the codes come from the seeded generator after the dictionary: one
-    (S, N, R) draw shared by the batch, so evaluation stays deterministic and independent of
-    the batch composition; the loop without and with autograd (BPTT) agree."""
+    """With eval_seed the codes are one (S, R, N) draw of a generator seeded with eval_seed + 1
+    (the dictionary's is eval_seed), shared by the batch, so evaluation stays deterministic and
+    independent of the batch composition; the loop without and with autograd (BPTT) agree."""
     x = torch.rand(3, 8, 5, 7)
     ham = NMF(S=S, R=4, eval_seed=5, coef_init="uniform", grad="bptt").eval()
     codes = spy_initial_codes(ham, monkeypatch)
     with torch.no_grad():
         out = ham(x)
-    gen = torch.Generator().manual_seed(5)
-    torch.rand(S, 8 // S, 4, generator=gen)  # the dictionary's draw
-    expected = torch.rand(S, 35, 4, generator=gen).transpose(1, 2).repeat(3, 1, 1)
+    gen = torch.Generator().manual_seed(6)
+    expected = torch.rand(S, 4, 35, generator=gen).repeat(3, 1, 1)
     torch.testing.assert_close(codes[0], expected, rtol=0, atol=0)
+    dictionary = unit(torch.rand(S, 8 // S, 4, generator=torch.Generator().manual_seed(5)))
+    torch.testing.assert_close(ham.seeded_dictionary, dictionary, rtol=0, atol=1e-7)
     torch.testing.assert_close(ham(x).detach(), out)  # autograd on: the out-of-place BPTT loop
     torch.testing.assert_close(ham(x[1:2]).detach(), out[1:2])
     softmax = NMF(S=S, R=4, eval_seed=5).eval()
@@ -162,9 +165,8 @@ def test_cd_dictionaries_have_unit_columns():
     for _ in range(3):
         bases, _ = ham.local_step(X, bases, None)
         torch.testing.assert_close(bases.norm(dim=1), torch.ones(2, 5, dtype=F64))
-    # The solved dictionary inside a forward pass, too.
-    ham = CD(R=5, inv_t=10, train_steps=4)
-    solved, _ = ham._iterate(X, ham._draw_bases(2, 9, dtype=F64))
+    # The solved dictionary of a forward pass, too.
+    solved, _ = CD(R=5, inv_t=10, train_steps=4).factorize(X.reshape(2, 9, 5, 8))
     torch.testing.assert_close(solved.norm(dim=1), torch.ones(2, 5, dtype=F64))
 
 
@@ -308,6 +310,31 @@ def test_eval_seed_gives_deterministic_evaluation(cls):
     assert not torch.allclose(cls(R=4, eval_seed=1).eval()(x), out)
     ham.train()
     assert not torch.allclose(ham(x), ham(x))  # training keeps the random draw
+
+
+@pytest.mark.parametrize("cls", HAMS)
+def test_seeded_dictionaries_are_drawn_once_and_a_trace_keeps_them_as_a_constant(cls):
+    """The K seeded dictionaries (S, D, K*R) are drawn at the first call and kept (not in the
+    state dict); a trace made before any eager call records them as a constant, without a
+    TracerWarning, and computes what eager evaluation computes at another batch and size."""
+    K, S, R = 2, 2, 3
+    ham = cls(S=S, R=R, eval_seed=4, eval_draws=K).eval()
+    x = rand_input(1, 6, 5, 7, dtype=torch.float32)
+    with warnings.catch_warnings(record=True) as caught, torch.no_grad():
+        warnings.simplefilter("always")
+        traced = torch.jit.trace(ham, x, check_trace=False)
+    assert not [w for w in caught if issubclass(w.category, torch.jit.TracerWarning)]
+    assert "rand" not in str(traced.graph) and "seeded_dictionary" not in ham.state_dict()
+    drawn = ham.seeded_dictionary
+    g = torch.Generator().manual_seed(4)
+    draw = torch.rand if cls is NMF else torch.randn
+    by_hand = unit(draw(K * S, 3, R, generator=g))  # draw k of group s at k*S + s
+    by_hand = by_hand.reshape(K, S, 3, R).permute(1, 2, 0, 3).reshape(S, 3, K * R)
+    torch.testing.assert_close(drawn, by_hand, rtol=0, atol=1e-7)
+    y = rand_input(3, 6, 4, 9, dtype=torch.float32, seed=2)
+    with torch.no_grad():
+        torch.testing.assert_close(traced(y), ham(y), rtol=1e-5, atol=1e-6)
+    assert ham.seeded_dictionary is drawn  # not drawn again
 
 
 @pytest.mark.parametrize("cls", HAMS)
@@ -474,8 +501,7 @@ def test_online_init_is_an_ema_of_solved_dictionaries():
     torch.testing.assert_close(ham.bases.norm(dim=1), torch.ones(1, 4))
     # The update rule itself: buf <- normalize(buf + eta * (mean over batch - buf)).
     buf = ham.bases.clone()
-    solved = torch.randn(3, 8, 4)
-    ham._online_update(solved, 3)
+    solved, _ = ham.factorize(torch.randn(3, 8, 5, 3))  # a training solve updates the buffer
     ref = F.normalize(buf + 0.9 * (solved.mean(dim=0, keepdim=True) - buf), dim=1)
     torch.testing.assert_close(ham.bases, ref)
 
