@@ -148,17 +148,19 @@ def hamburger_macs(
 ) -> dict[str, int]:
     """Hand count of a Hamburger's conv and matmul MACs ('conv', 'matmul', 'total'; one forward,
     K steps, S = 1, d = C, n = H W; paper Sec. 2.2, Alg. 1-3). Breads 2 C d n (+ d^2 n, the
-    release's cheese). NMF: init n d r; per step 2 n d r + 2 d r^2 + 2 n r^2; final n d r + d r^2
-    + n r^2. CD: per step 2 n d r; final d r^2 + d r n (solve uncounted). VQ: per step 2 n d r;
-    final n d r. Then D C^T (d r n). ``path`` 'paper' = 'module' (the hams as written); 'fast'
-    (inference at >= ``Hamburger.fast_path_min_positions``): the next bread multiplies (W D) C,
-    C_out d r + C_out r n instead of d r n + C_out d n."""
+    release's cheese). NMF: init D^T X, n d r; per step 2 n d r + 2 d r^2 + 2 n r^2; final n d r
+    + d r^2 + n r^2. CD: per step 2 n d r; final d r^2 + d r n (solve uncounted). VQ: per step
+    2 n d r; final n d r. Then D C (d r n). ``path``: 'paper' (as written); 'module' (what the
+    hams run: NMF's initial codes come from the first update's D^T X, n d r less); 'fast'
+    ('module' in inference at >= ``Hamburger.fast_path_min_positions``): the next bread
+    multiplies (W D) C, C_out d r + C_out r n instead of d r n + C_out d n."""
     b, c, h, w = shape
     d, n = c, h * w
     conv = 2 * c * d * n + (d * d * n if variant == "release" else 0)
     if kind == "NMF":
         step = 2 * n * d * r + 2 * n * r * r + 2 * d * r * r
-        ham = n * d * r + k * step + (n * d * r + d * r * r + n * r * r) + d * r * n
+        shared = 0 if path == "paper" else n * d * r  # the initial codes' D^T X
+        ham = n * d * r - shared + k * step + (n * d * r + d * r * r + n * r * r) + d * r * n
     elif kind == "CD":
         ham = k * 2 * n * d * r + (d * r * r + d * r * n) + d * r * n
     elif kind == "VQ":

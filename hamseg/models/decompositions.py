@@ -331,14 +331,13 @@ class NMF(MatrixDecomposition2D):
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, coef_init={self.coef_init}"
 
-    def init_coef(self, x: Tensor, bases: Tensor) -> Tensor:
-        """softmax(D^T X) over R (App. F, release), or with ``coef_init='uniform'`` U(0, 1)
-        draws (B*S, K*R, N); in seeded evaluation one (S, R, N) draw of a generator seeded with
-        ``eval_seed`` + 1 (the dictionaries' stream is ``eval_seed``'s), shared by the batch and
-        the K dictionaries."""
+    def init_coef(self, x: Tensor, bases: Tensor) -> Tensor | None:
+        """With ``coef_init='uniform'`` U(0, 1) draws (B*S, K*R, N); in seeded evaluation one
+        (S, R, N) draw of a generator seeded with ``eval_seed`` + 1 (the dictionaries' stream is
+        ``eval_seed``'s), shared by the batch and the K dictionaries. None for 'softmax': the
+        first step computes softmax(D^T X) from its own D^T X (:meth:`compute_coef`)."""
         if self.coef_init == "softmax":
-            # (B*S, D, K*R)^T @ (B*S, D, N) -> (B*S, K*R, N)
-            return self._softmax_per_draw(torch.bmm(bases.transpose(1, 2), x))
+            return None
         (BS, _, N), KR = x.shape, bases.shape[2]
         if not self.seeded:
             return torch.rand(BS, KR, N, device=x.device, dtype=x.dtype)
@@ -348,9 +347,10 @@ class NMF(MatrixDecomposition2D):
         return shared.repeat(BS // self.S, KR // self.R, 1)
 
     def local_step(
-        self, x: Tensor, bases: Tensor, coef: Tensor, aux: Tensor | None = None
+        self, x: Tensor, bases: Tensor, coef: Tensor | None, aux: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
-        """Alg. 2: C <- C (D^T X) / (D^T D C), then D <- D (X C^T) / (D C C^T) (+ eps)."""
+        """Alg. 2: C <- C (D^T X) / (D^T D C), then D <- D (X C^T) / (D C C^T) (+ eps); the
+        first step starts from softmax(D^T X) (:meth:`compute_coef`)."""
         coef = self.compute_coef(x, bases, coef)
         # (B*S, D, N) @ (B*S, K*R, N)^T -> (B*S, D, K*R)
         numer = torch.bmm(x, coef.transpose(1, 2))
@@ -359,13 +359,17 @@ class NMF(MatrixDecomposition2D):
         denom = self._left_per_draw(codes_gram, bases.transpose(1, 2)).transpose(1, 2)
         return bases * numer / (denom + EPS), coef
 
-    def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor) -> Tensor:
-        """C <- C (D^T X) / (D^T D C + eps)."""
+    def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor | None) -> Tensor:
+        """C <- C (D^T X) / (D^T D C + eps); without codes (the first step) C starts as
+        softmax(D^T X) over R (App. F, release), from the same product D^T X."""
         # (B*S, D, K*R)^T @ (B*S, D, N) -> (B*S, K*R, N)
         numer = torch.bmm(bases.transpose(1, 2), x)
+        if coef is None:  # the initial codes; constants of the one-step gradient (K = 0)
+            coef = self._softmax_per_draw(numer if self.grad == "bptt" else numer.detach())
         # (D^T D) C per draw, r x r first: (B*S*K, R, R) @ (B*S, K*R, N) -> (B*S, K*R, N)
         denom = self._left_per_draw(self._gram_per_draw(bases), coef)
-        return coef * numer / (denom + EPS)
+        # in place on the products' own outputs: no other code-sized tensor
+        return numer.mul_(coef).div_(denom.add_(EPS))
 
 
 class _SoftClustering(MatrixDecomposition2D):

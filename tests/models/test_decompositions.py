@@ -46,9 +46,8 @@ def objective(X, D, coef):
 def test_nmf_objective_never_increases():
     X = rand_input(2, 12, 15 * 17)
     ham = NMF(R=5)
-    bases = rand_bases(2, 12, 5)
-    coef = ham.init_coef(X, bases)
-    objs = [objective(X, bases, coef)]
+    bases, coef = rand_bases(2, 12, 5), None  # the first step starts from softmax(D^T X)
+    objs = [objective(X, bases, torch.softmax(bases.transpose(1, 2) @ X, dim=1))]
     for _ in range(40):
         bases, coef = ham.local_step(X, bases, coef)
         objs.append(objective(X, bases, coef))
@@ -62,15 +61,16 @@ def test_nmf_step_matches_alg2_and_init():
     X = rand_input(2, 6, 35)
     D0 = rand_bases(2, 6, 4)
     ham = NMF(R=4)
-    coef0 = ham.init_coef(X, D0)
-    # App. F / release: C = softmax(X^T D) over R with inv_t = 1.
+    assert ham.init_coef(X, D0) is None  # the first step computes the initial codes
+    # App. F / release: C = softmax(D^T X) over R with inv_t = 1.
     C0 = torch.softmax(D0.transpose(1, 2) @ X, dim=1)
-    torch.testing.assert_close(coef0, C0)
-    bases, coef = ham.local_step(X, D0.clone(), coef0.clone())
     C1 = nmf_c_update(X, D0, C0)
     D1 = nmf_d_update(X, D0, C1)  # C first, then D with the new C
-    torch.testing.assert_close(coef, C1)
-    torch.testing.assert_close(bases, D1)
+    for start in (None, C0.clone()):  # from the initial codes, or given the same codes
+        bases, coef = ham.local_step(X, D0.clone(), start)
+        torch.testing.assert_close(coef, C1)
+        torch.testing.assert_close(bases, D1)
+    torch.testing.assert_close(ham.compute_coef(X, D0, None), C1)
 
 
 def spy_initial_codes(ham, monkeypatch):
