@@ -268,15 +268,14 @@ class MatrixDecomposition2D(nn.Module):
 
     def factorize(self, x: Tensor, bases: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """The solved factors of float32/64 ``x`` instead of their product (Eq. 7: X_bar = D C),
-        so that a caller can form (W D) C: D (B*S, D, R) and C^T (B*S, N, R) (K*R with K
+        so that a caller can form (W D) C: D (B*S, D, R) and C (B*S, R, N) (K*R with K
         ``eval_draws``); ``bases`` as in :meth:`forward`."""
         if x.dim() != 4 or torch.finfo(x.dtype).bits < 32:
             raise ValueError(
                 f"expected a float32/64 x of shape (B, C, H, W), got {x.dtype} {tuple(x.shape)}"
             )
         with torch.autocast(device_type=x.device.type, enabled=False):
-            dictionary, coef = self._solve(self._fold(x), x.shape[0], bases)
-        return dictionary, coef.transpose(1, 2)
+            return self._solve(self._fold(x), x.shape[0], bases)
 
     def forward(self, x: Tensor, bases: Tensor | None = None) -> Tensor:
         """Low-rank reconstruction X_bar = D C (Eq. 7) of x (B, C, H, W), in x's shape and

@@ -88,10 +88,10 @@ def conv_on_factors(
 ) -> Tensor:
     """``after(ham(z, bases))`` with the conv as (W D) C + b, written over ``z`` (the caller's
     own tensor) if ``overwrite``. With S groups W X_bar = [W_1 D_1 .. W_S D_S] [C_1; ..; C_S]."""
-    dictionary, coef = ham.factorize(z, bases)  # (B*S, d, r), (B*S, n, r)
+    dictionary, coef = ham.factorize(z, bases)  # (B*S, d, r), (B*S, r, n)
     B, C, H, W = z.shape
     BS, d, r = dictionary.shape
-    S, n = BS // B, coef.shape[1]
+    S, n = BS // B, coef.shape[2]
     weight, bias = after.conv.weight.flatten(1), after.conv.bias
     norm = after.norm if after.with_norm else None
     if isinstance(norm, _BatchNorm) and not norm.training and norm.running_var is not None:
@@ -105,7 +105,7 @@ def conv_on_factors(
     # (S, C_out, d) @ (B, S, d, r) -> (B, S, C_out, r) -> (B, C_out, S r)
     wd = torch.matmul(weight.view(c_out, S, d).transpose(0, 1), dictionary.view(B, S, d, r))
     wd = wd.transpose(1, 2).reshape(B, c_out, S * r)
-    codes = coef.transpose(1, 2).reshape(B, S * r, n)  # (B*S, r, n) -> (B, S r, n), a view
+    codes = coef.reshape(B, S * r, n)  # (B*S, r, n) -> (B, S r, n), a view
     out = z.view(B, C, n) if overwrite and c_out == C and z.is_contiguous() else None
     # (B, C_out, S r) @ (B, S r, n) -> (B, C_out, n)
     y = torch.bmm(wd, codes, out=out)

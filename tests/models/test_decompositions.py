@@ -277,8 +277,8 @@ def test_factorize_gives_the_reconstruction_as_a_product():
     with torch.no_grad():
         dictionary, coef = ham.factorize(x, bases)
         expected = ham(x, bases)
-    assert dictionary.shape == (4, 6, 3) and coef.shape == (4, 30, 3)
-    torch.testing.assert_close((dictionary @ coef.transpose(1, 2)).reshape(x.shape), expected)
+    assert dictionary.shape == (4, 6, 3) and coef.shape == (4, 3, 30)
+    torch.testing.assert_close((dictionary @ coef).reshape(x.shape), expected)
     with pytest.raises(ValueError, match="float32/64"):
         ham.factorize(x.half(), None)
 
@@ -353,10 +353,10 @@ def test_eval_draws_average_the_seeded_decompositions(cls):
     torch.testing.assert_close(out, by_hand, rtol=0, atol=1e-12)
     assert torch.equal(out, ham(x))  # deterministic
     torch.testing.assert_close(ham(x[1:2]), out[1:2], rtol=0, atol=1e-12)  # batch-independent
-    # the factors are the K draws side by side: (B*S, D, K*R) / K and (B*S, N, K*R)
+    # the factors are the K draws side by side: (B*S, D, K*R) / K and (B*S, K*R, N)
     dictionary, coef = ham.factorize(x)
-    assert dictionary.shape == (6, 3, K * R) and coef.shape == (6, 35, K * R)
-    folded = (dictionary @ coef.transpose(1, 2)).reshape(x.shape)
+    assert dictionary.shape == (6, 3, K * R) and coef.shape == (6, K * R, 35)
+    folded = (dictionary @ coef).reshape(x.shape)
     torch.testing.assert_close(folded, out, rtol=0, atol=1e-12)
 
 
