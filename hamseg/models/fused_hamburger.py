@@ -56,26 +56,21 @@ class PointwiseConv(nn.Conv2d):
 
 
 def applies(block: nn.Module, z: Tensor, after: nn.Module) -> bool:
-    """Whether :func:`conv_on_factors` may compute ``after(block.ham(z))``: inference (no
-    autograd, trace or autocast) on a device of ``block.fast_path_devices``, float32/64, at
-    least ``block.fast_path_min_positions`` positions, spatial folding, a 1x1 conv-norm-act
-    ``after``, no hook to skip."""
-    ham, threshold = block.ham, block.fast_path_min_positions
+    """Whether :func:`conv_on_factors` computes what the module calls ``after(block.ham(z))``
+    compute: a float32/64 map of at least ``block.fast_path_min_positions`` positions on a
+    device of ``block.fast_path_devices``, a spatial ham and a conv-norm-act ``after``, and
+    nothing the module calls would record (autograd, a trace), round (autocast) or hook."""
+    threshold = block.fast_path_min_positions
     return (
         threshold is not None
-        and z.device.type in block.fast_path_devices
-        and not torch.is_grad_enabled()
         and not is_tracing()  # a trace records the module calls (and keeps shapes symbolic)
-        and not torch.is_autocast_enabled(z.device.type)
-        and z.dtype in (torch.float32, torch.float64)
+        and not (torch.is_grad_enabled() or torch.is_autocast_enabled(z.device.type))
         and z.shape[2] * z.shape[3] >= threshold
-        and isinstance(ham, MatrixDecomposition2D)
-        and ham.spatial
+        and z.device.type in block.fast_path_devices
+        and z.dtype in (torch.float32, torch.float64)
+        and block.ham.spatial
         and isinstance(after, ConvModule)
-        and after.order == ("conv", "norm", "act")
-        and is_plain_conv1x1(after.conv)
-        and not hooked(ham)
-        and not hooked(after)
+        and not hooked(block.ham, after)
     )
 
 
@@ -117,12 +112,13 @@ def conv_on_factors(
     return after.activate(y) if after.with_activation else y
 
 
-def hooked(module: nn.Module) -> bool:
-    """Whether a forward (pre-)hook would fire in ``module`` or a submodule (or globally)."""
+def hooked(*modules: nn.Module) -> bool:
+    """Whether a forward (pre-)hook would fire in one of ``modules`` or their submodules (or
+    globally). torch has no public query for this: the dicts ``nn.Module.__call__`` reads."""
     hooks = nn.modules.module
     if hooks._global_forward_hooks or hooks._global_forward_pre_hooks:
         return True
-    return any(m._forward_hooks or m._forward_pre_hooks for m in module.modules())
+    return any(m._forward_hooks or m._forward_pre_hooks for x in modules for m in x.modules())
 
 
 def is_plain_conv1x1(conv: nn.Module) -> bool:

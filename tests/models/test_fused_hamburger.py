@@ -113,6 +113,13 @@ def test_where_it_does_not_apply_the_module_calls_run():
         with torch.autocast("cpu", dtype=torch.bfloat16):
             assert not fused.applies(block, z, after)
         assert not fused.applies(block, z.half(), after)
+        assert not fused.applies(block, z, block.norm)  # no conv after the ham (Table 2)
+        block.ham.spatial = False  # channel folding: the factors are not W's to multiply
+        assert not fused.applies(block, z, after)
+        block.ham.spatial = True
+        handle = nn.modules.module.register_module_forward_pre_hook(lambda *a: None)
+        assert not fused.applies(block, z, after)  # a global hook fires in every module
+        handle.remove()
         fired = []
         for part in (block.ham, block.upper_bread.conv):  # a hook on the ham or the conv fires
             handle = part.register_forward_hook(lambda *a: fired.append(1))
