@@ -50,9 +50,14 @@ class PointwiseConv(nn.Conv2d):
         # (B, C_out, C_in) @ (B, C_in, H*W) -> (B, C_out, H*W); not matmul(w, x), whose
         # backward copies x and the gradient transposed
         y = torch.bmm(self.weight.view(-1, C).expand(B, -1, -1), x.reshape(B, C, H * W))
-        if self.bias is not None:
-            y = y.add_(self.bias.view(-1, 1))  # bmm does not save its output
-        return y.view(B, -1, H, W)
+        y = y.view(B, -1, H, W)
+        if self.bias is None:
+            return y
+        if torch.is_grad_enabled():
+            # a new tensor, not a view of the product: an in-place op on a view (the ReLU after
+            # a bread) would make backward copy the whole gradient (CopySlices)
+            return y + self.bias.view(-1, 1, 1)
+        return y.add_(self.bias.view(-1, 1, 1))
 
 
 def applies(block: nn.Module, z: Tensor, after: nn.Module) -> bool:
