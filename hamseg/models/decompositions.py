@@ -209,18 +209,24 @@ class MatrixDecomposition2D(nn.Module):
         return self.seeded_dictionary
 
     # The K draws side by side: D (B*S, D, K*R), C (B*S, K*R, N); draw k is atoms kR..(k+1)R-1.
+    # A one-draw ham (every call K = 1) takes the plain operations, without per-draw views.
     def _softmax_per_draw(self, logits: Tensor) -> Tensor:
         """Softmax over each draw's R rows of logits (B*S, K*R, N)."""
+        if self.eval_draws == 1:
+            return logits.softmax(dim=1)
         return logits.reshape(-1, self.R, logits.shape[2]).softmax(dim=1).reshape(logits.shape)
 
     def _gram_per_draw(self, a: Tensor) -> Tensor:
         """A_k^T A_k (B*S*K, R, R) of each draw's R columns of A (B*S, M, K*R)."""
-        BS, M, KR = a.shape  # (B*S, M, K*R) -> (B*S*K, M, R)
-        a = a.reshape(BS, M, KR // self.R, self.R).transpose(1, 2).reshape(-1, M, self.R)
+        BS, M, KR = a.shape
+        if self.eval_draws > 1:  # (B*S, M, K*R) -> (B*S*K, M, R)
+            a = a.reshape(BS, M, KR // self.R, self.R).transpose(1, 2).reshape(-1, M, self.R)
         return torch.bmm(a.transpose(1, 2), a)  # (B*S*K, M, R)^T @ (B*S*K, M, R)
 
     def _left_per_draw(self, gram: Tensor, a: Tensor) -> Tensor:
         """G_k A_k (B*S, K*R, M) for G (B*S*K, R, R) and each draw's R rows of A (B*S, K*R, M)."""
+        if self.eval_draws == 1:
+            return torch.bmm(gram, a)  # (B*S, R, R) @ (B*S, R, M) -> (B*S, R, M)
         # (B*S*K, R, R) @ (B*S*K, R, M) -> (B*S*K, R, M)
         return torch.bmm(gram, a.reshape(-1, self.R, a.shape[2])).reshape(a.shape)
 
