@@ -62,10 +62,16 @@ def select_device(name: str, threads: int) -> torch.device:
 
 
 def time_fn(
-    fn: Callable[[], Any], device: torch.device, runs: int, warmup: int, budget: float = 1e9
+    fn: Callable[[], Any],
+    device: torch.device,
+    runs: int,
+    warmup: int,
+    budget: float = 1e9,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> list[float]:
     """Seconds of ``runs`` calls after ``warmup``, stopping after ``budget`` s once 3 are done;
-    CUDA: CUDA events on the current stream (the kernels' time)."""
+    CUDA: CUDA events on the current stream (the kernels' time); CPU: by ``clock`` (e.g.
+    ``time.thread_time``: this thread's CPU time, which other processes do not stretch)."""
     for _ in range(warmup):
         fn()
     times: list[float] = []
@@ -80,23 +86,29 @@ def time_fn(
             end.synchronize()
             times.append(start.elapsed_time(end) / 1e3)
         else:
-            t = time.perf_counter()
+            t = clock()
             fn()
-            times.append(time.perf_counter() - t)
+            times.append(clock() - t)
         if len(times) >= min(3, runs) and time.perf_counter() - began > budget:
             break
     return times
 
 
-def alternate(fns: dict[str, Callable[[], Any]], device: torch.device, runs: int) -> dict:
+def alternate(
+    fns: dict[str, Callable[[], Any]],
+    device: torch.device,
+    runs: int,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict:
     """Seconds of ``runs`` calls of each of ``fns`` after one warm-up each, alternating (the
-    order reversed every other run), so that all see the same machine."""
+    order reversed every other run), so that all see the same machine; ``clock`` as in
+    :func:`time_fn`."""
     for fn in fns.values():
         fn()
     times: dict[str, list[float]] = {name: [] for name in fns}
     for i in range(runs):
         for name in list(fns)[:: -1 if i % 2 else 1]:
-            times[name] += time_fn(fns[name], device, 1, 0)
+            times[name] += time_fn(fns[name], device, 1, 0, clock=clock)
     return times
 
 
