@@ -1,15 +1,17 @@
 """Interleaved A/B of this checkout's NMF Hamburger against an older commit's, in one process::
 
     python tools/analysis/ab_ham_speed.py [--commit 42149e2] [--threads 2] [--rounds 15]
-        [--runs 3] [--shape 1 512 128 128] [--variant paper] [--clock wall|thread]
+        [--runs 3] [--shape 1 512 128 128] [--variant paper] [--clock wall|thread|process]
 
 Table 3's block (r = 64, K = 6, one draw; the same weights in both): inference (eval, no
 autograd) from a random dictionary and from the seeded one (``eval_seed=0``, one draw), and
 forward+backward (train mode, ``y.backward(g)``). Each round alternates ``--runs`` calls of the
 two blocks (:func:`hamseg.benchmark.measure.alternate`) and keeps each one's median; the table
 gives the median over rounds, the ratio new / old of each round's medians and the spread.
-``--clock thread`` times this thread's CPU time instead of the wall clock (``--threads 1``
-only): other processes on a loaded machine then stretch neither block.
+On a loaded machine other processes stretch the wall clock (and with several threads every
+parallel region waits for all of them to be scheduled); what they do not stretch: ``--clock
+thread``, this thread's CPU time (``--threads 1``), and ``--clock process``, all threads' CPU
+time (run with ``OMP_WAIT_POLICY=PASSIVE``, so that a waiting thread sleeps instead of spinning).
 
 The commit's ``hamseg/models/{decompositions,fused_hamburger,hamburger,ridge_solve}.py`` and
 its tracing helpers come from ``git archive`` and run as the package ``hamseg_<commit>`` (their
@@ -186,11 +188,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--runs", type=int, default=3, help="calls of each block per round")
     p.add_argument("--shape", type=int, nargs=4, default=[1, 512, 128, 128])
     p.add_argument("--variant", default="paper", choices=["paper", "release"])
-    p.add_argument("--clock", default="wall", choices=["wall", "thread"])
+    p.add_argument("--clock", default="wall", choices=["wall", "thread", "process"])
     args = p.parse_args(argv)
     if args.clock == "thread" and args.threads != 1:
         raise UsageError("--clock thread counts this thread's CPU time only: use --threads 1")
-    clock = time.thread_time if args.clock == "thread" else time.perf_counter
+    if args.clock == "process" and os.environ.get("OMP_WAIT_POLICY", "").upper() != "PASSIVE":
+        raise UsageError("--clock process: set OMP_WAIT_POLICY=PASSIVE (spinning threads count)")
+    clock = dict(wall=time.perf_counter, thread=time.thread_time, process=time.process_time)
+    clock = clock[args.clock]
     torch.set_num_threads(args.threads)
     x = torch.rand(*args.shape, generator=torch.Generator().manual_seed(0))
     start = os.getloadavg()[0]
