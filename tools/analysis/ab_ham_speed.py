@@ -13,10 +13,10 @@ parallel region waits for all of them to be scheduled); what they do not stretch
 thread``, this thread's CPU time (``--threads 1``), and ``--clock process``, all threads' CPU
 time (run with ``OMP_WAIT_POLICY=PASSIVE``, so that a waiting thread sleeps instead of spinning).
 
-The commit's ``hamseg/models/{decompositions,fused_hamburger,hamburger,ridge_solve}.py`` and
-its tracing helpers come from ``git archive`` and run as the package ``hamseg_<commit>`` (their
-``from hamseg.`` imports renamed); their ``@MODELS.register_module()`` registers nothing, so
-mmseg's registry keeps this checkout's classes and the old block is given its ham class.
+The commit's :data:`FILES` (the hams, the block, its fused path and their helpers) come from
+``git archive`` and run as the package ``hamseg_<commit>`` (their ``from hamseg.`` imports
+renamed); their ``@MODELS.register_module()`` registers nothing, so mmseg's registry keeps this
+checkout's classes and the old block is given its ham class.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 FILES = (
     "compat/tracing.py",
     "models/tracing.py",
+    "models/cuda_graphs.py",
     "models/ridge_solve.py",
     "models/decompositions.py",
     "models/fused_hamburger.py",
