@@ -71,8 +71,8 @@ def _capture(ham: nn.Module, x: Tensor, eager: Any) -> tuple:
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         static_out = eager(static_in)
-    # keep what the kernels read alive: a replaced cache must not free their memory
-    keep = (ham.__dict__.get("_seeded"), ham.bases)
+    # keep what the kernels read alive: a replaced seeded dictionary must not free their memory
+    keep = (ham.seeded_dictionary, ham.bases)
     return graph, static_in, static_out, keep
 
 

@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from hamseg.models import cuda_graphs
 from hamseg.models.ridge_solve import ridge_solve
-from hamseg.models.tracing import outside_trace
+from hamseg.models.tracing import is_tracing, outside_trace
 
 __all__ = ["MatrixDecomposition2D", "NMF", "CD", "VQ"]
 
@@ -61,8 +61,8 @@ class MatrixDecomposition2D(nn.Module):
         init: Initial dictionary (App. F, Table 8): 'random' (per forward), 'fixed', 'learned'
             (needs ``grad='bptt'``) or 'online' (an EMA of the solved dictionaries).
         grad: 'one_step' (Eq. 13) or 'bptt' (through all K iterations, Table 1).
-        eval_seed: With ``init='random'``, eval mode draws the dictionary and codes from a
-            generator seeded with it (batch-independent evaluation).
+        eval_seed: With ``init='random'``, eval mode starts from dictionaries drawn once from a
+            generator seeded with it (batch-independent evaluation; NMF's random codes too).
         eval_draws: K seeded dictionaries in eval mode; the output is the mean of the K
             reconstructions (docs/evaluation.md).
     """
@@ -115,6 +115,10 @@ class MatrixDecomposition2D(nn.Module):
         self.inv_t, self.eta, self.spatial = float(inv_t), eta, spatial
         self.init, self.grad = init, grad
         self.eval_seed, self.eval_draws = eval_seed, eval_draws
+        #: The seeded dictionaries (S, D, K*R) of the last seeded evaluation, drawn once per
+        #: (eval_seed, K, D, device, dtype) and kept out of the state dict (:meth:`_seeded_bases`).
+        self.seeded_dictionary: Tensor | None = None
+        self._seeded_for: tuple | None = None
         self.bases: Tensor | None
         if init == "learned":
             self.bases = nn.Parameter(self._draw_bases(S, D))
@@ -133,9 +137,7 @@ class MatrixDecomposition2D(nn.Module):
         """A quantity of X that the K steps share (None unless a subclass needs one)."""
         return None
 
-    def init_coef(
-        self, x: Tensor, bases: Tensor, generator: torch.Generator | None = None
-    ) -> Tensor | None:
+    def init_coef(self, x: Tensor, bases: Tensor) -> Tensor | None:
         """Codes before the first step (None: the first step computes them)."""
         return None
 
@@ -168,7 +170,7 @@ class MatrixDecomposition2D(nn.Module):
     def _fold(self, x: Tensor) -> Tensor:
         """(B, C, H, W) -> X of shape (B*S, D, N); a view when x is contiguous."""
         B, C, H, W = x.shape
-        if C % self.S:
+        if not is_tracing() and C % self.S:  # (in a trace C is symbolic: no check)
             raise ValueError(f"channels C={C} are not divisible by S={self.S}")
         x = x.reshape(B * self.S, C // self.S, H * W)
         return x if self.spatial else x.transpose(1, 2)
@@ -180,7 +182,7 @@ class MatrixDecomposition2D(nn.Module):
 
     def _initial_bases(self, x: Tensor, batch: int, bases: Tensor | None, draws: int = 1) -> Tensor:
         """Initial dictionary (B*S, D, K*R) for X (B*S, D, N) in X's dtype, K = ``draws`` side by
-        side; when :attr:`seeded`, (S, D, R) draws of ``eval_seed``, each shared by the batch."""
+        side; when :attr:`seeded`, :attr:`seeded_dictionary` for every sample."""
         BS, D, _ = x.shape
         if bases is not None:
             if bases.shape != (BS, D, self.R):
@@ -194,57 +196,54 @@ class MatrixDecomposition2D(nn.Module):
             return self.bases.to(x.dtype).repeat(batch, 1, 1)
         if not self.seeded:
             return self._draw_bases(BS, D, x.device, x.dtype, atoms=draws * self.R)
-        # (K, S, D, R) -> (S, D, K, R) -> (S, D, K*R) -> (B*S, D, K*R)
-        shared = self._seeded_bases(D, x, draws)[1].permute(1, 2, 0, 3)
-        return shared.reshape(self.S, D, draws * self.R).repeat(batch, 1, 1)
+        # (S, D, K*R) -> (B*S, D, K*R)
+        return self._seeded_bases(x, draws).repeat(batch, 1, 1)
 
-    def _seeded_bases(self, D: int, x: Tensor, draws: int = 1) -> tuple:
-        """(key, the K seeded dictionaries (K, S, D, R), the generator's state after drawing
-        them), drawn once per (seed, K, D, device, dtype) and kept outside the state dict: a
-        trace or an export records them as a constant, and a CUDA graph's capture creates no
-        generator (:mod:`~hamseg.models.cuda_graphs`)."""
-        key = (self.eval_seed, draws, D, x.device, x.dtype)
-        cached = self.__dict__.get("_seeded")
-        if cached is None or cached[0] != key:
-            generator = torch.Generator(device=x.device).manual_seed(self.eval_seed)
-            with outside_trace():  # a constant of the trace, not a random operator
-                shared = self._draw_bases(draws * self.S, D, x.device, x.dtype, generator)
-                cached = (key, shared.reshape(draws, self.S, D, self.R), generator.get_state())
-            self.__dict__["_seeded"] = cached
-        return cached
-
-    def _codes_generator(self, x: Tensor, seeded_dictionary: bool) -> torch.Generator | None:
-        """The generator of random initial codes (``random_codes``): ``eval_seed``'s, past the
-        seeded dictionary's draw if this call drew one; None: the global RNG."""
-        if not (self.seeded and self.random_codes):
-            return None
-        generator = torch.Generator(device=x.device).manual_seed(self.eval_seed)
-        if seeded_dictionary:
-            generator.set_state(self.__dict__["_seeded"][2])
-        return generator
+    def _seeded_bases(self, x: Tensor, draws: int = 1) -> Tensor:
+        """The K = ``draws`` dictionaries that seeded evaluation starts from, side by side
+        (S, D, K*R), for X (B*S, D, N): draw k of group s is the (k*S + s)-th (D, R) draw of a
+        generator seeded with ``eval_seed`` on X's device. Drawn at the first call for (seed, K,
+        D, device, dtype) and kept in :attr:`seeded_dictionary`: a trace or an export records it
+        as a constant, and a CUDA graph's capture creates no generator
+        (:mod:`~hamseg.models.cuda_graphs`)."""
+        with outside_trace():  # a constant of the trace, its key plain numbers
+            D = x.shape[1]
+            key = (self.eval_seed, draws, D, x.device, x.dtype)
+            if self._seeded_for != key:
+                generator = torch.Generator(device=x.device).manual_seed(self.eval_seed)
+                drawn = self._draw_bases(draws * self.S, D, x.device, x.dtype, generator)
+                # (K*S, D, R) -> (K, S, D, R) -> (S, D, K, R) -> (S, D, K*R)
+                drawn = drawn.reshape(draws, self.S, D, self.R).permute(1, 2, 0, 3)
+                self.seeded_dictionary = drawn.reshape(self.S, D, draws * self.R)
+                self._seeded_for = key
+        return self.seeded_dictionary
 
     # The K draws side by side: D (B*S, D, K*R), C (B*S, K*R, N); draw k is atoms kR..(k+1)R-1.
+    # A one-draw ham (every call K = 1) takes the plain operations, without per-draw views.
     def _softmax_per_draw(self, logits: Tensor) -> Tensor:
         """Softmax over each draw's R rows of logits (B*S, K*R, N)."""
+        if self.eval_draws == 1:
+            return logits.softmax(dim=1)
         return logits.reshape(-1, self.R, logits.shape[2]).softmax(dim=1).reshape(logits.shape)
 
     def _gram_per_draw(self, a: Tensor) -> Tensor:
         """A_k^T A_k (B*S*K, R, R) of each draw's R columns of A (B*S, M, K*R)."""
-        BS, M, KR = a.shape  # (B*S, M, K*R) -> (B*S*K, M, R)
-        a = a.reshape(BS, M, KR // self.R, self.R).transpose(1, 2).reshape(-1, M, self.R)
+        BS, M, KR = a.shape
+        if self.eval_draws > 1:  # (B*S, M, K*R) -> (B*S*K, M, R)
+            a = a.reshape(BS, M, KR // self.R, self.R).transpose(1, 2).reshape(-1, M, self.R)
         return torch.bmm(a.transpose(1, 2), a)  # (B*S*K, M, R)^T @ (B*S*K, M, R)
 
     def _left_per_draw(self, gram: Tensor, a: Tensor) -> Tensor:
         """G_k A_k (B*S, K*R, M) for G (B*S*K, R, R) and each draw's R rows of A (B*S, K*R, M)."""
+        if self.eval_draws == 1:
+            return torch.bmm(gram, a)  # (B*S, R, R) @ (B*S, R, M) -> (B*S, R, M)
         # (B*S*K, R, R) @ (B*S*K, R, M) -> (B*S*K, R, M)
         return torch.bmm(gram, a.reshape(-1, self.R, a.shape[2])).reshape(a.shape)
 
-    def _iterate(
-        self, x: Tensor, bases: Tensor, generator: torch.Generator | None = None
-    ) -> tuple[Tensor, Tensor | None]:
+    def _iterate(self, x: Tensor, bases: Tensor) -> tuple[Tensor, Tensor | None]:
         """The K iterations of Alg. 1-3; returns the solved ``(bases, coef)``."""
         aux = self.precompute(x)
-        coef = self.init_coef(x, bases, generator)
+        coef = self.init_coef(x, bases)
         for _ in range(self.train_steps if self.training else self.eval_steps):
             bases, coef = self.local_step(x, bases, coef, aux)
         return bases, coef
@@ -261,15 +260,14 @@ class MatrixDecomposition2D(nn.Module):
         """The factors of X (B*S, D, N): D (B*S, D, R) and C (B*S, R, N); with K = ``eval_draws``
         > 1 the K draws side by side, (D_1 .. D_K) / K (B*S, D, K*R) and (C_1; ..; C_K)
         (B*S, K*R, N), whose product is the mean of the K reconstructions."""
-        if self.D is not None and X.shape[1] != self.D:
+        if self.D is not None and not is_tracing() and X.shape[1] != self.D:
             raise ValueError(f"input gives D={X.shape[1]} but the module was built with D={self.D}")
         random_eval = not self.training and self.init == "random" and bases is None
         draws = self.eval_draws if random_eval else 1
         dictionary = self._initial_bases(X, batch, bases, draws)
-        generator = self._codes_generator(X, random_eval and self.seeded)
         # Sec. 2.3: with the one-step gradient no graph for the K iterations
         with torch.set_grad_enabled(torch.is_grad_enabled() and self.grad == "bptt"):
-            dictionary, coef = self._iterate(X, dictionary, generator)
+            dictionary, coef = self._iterate(X, dictionary)
         coef = self.compute_coef(X, dictionary, coef)
         if self.training and self.init == "online":
             self._online_update(dictionary, batch)
@@ -286,15 +284,14 @@ class MatrixDecomposition2D(nn.Module):
 
     def factorize(self, x: Tensor, bases: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """The solved factors of float32/64 ``x`` instead of their product (Eq. 7: X_bar = D C),
-        so that a caller can form (W D) C: D (B*S, D, R) and C^T (B*S, N, R) (K*R with K
+        so that a caller can form (W D) C: D (B*S, D, R) and C (B*S, R, N) (K*R with K
         ``eval_draws``); ``bases`` as in :meth:`forward`."""
         if x.dim() != 4 or torch.finfo(x.dtype).bits < 32:
             raise ValueError(
                 f"expected a float32/64 x of shape (B, C, H, W), got {x.dtype} {tuple(x.shape)}"
             )
         with torch.autocast(device_type=x.device.type, enabled=False):
-            dictionary, coef = self._solve(self._fold(x), x.shape[0], bases)
-        return dictionary, coef.transpose(1, 2)
+            return self._solve(self._fold(x), x.shape[0], bases)
 
     def forward(self, x: Tensor, bases: Tensor | None = None) -> Tensor:
         """Low-rank reconstruction X_bar = D C (Eq. 7) of x (B, C, H, W), in x's shape and
@@ -320,15 +317,14 @@ class MatrixDecomposition2D(nn.Module):
 class NMF(MatrixDecomposition2D):
     """Non-negative matrix factorisation by multiplicative updates (Alg. 2, Eq. 9).
 
-    min ||X - DC||_F s.t. D, C >= 0. Dictionary U[0, 1) with unit columns; codes softmax(X^T D)
+    min ||X - DC||_F s.t. D, C >= 0. Dictionary U[0, 1) with unit columns; codes softmax(D^T X)
     over R (App. F; inverse temperature 1, as the release: codes near 0 stall the rule) or
     U(0, 1) draws (Table 8's remark). Each step updates C, then D; after the loop one more C
     update carries the gradient.
 
     Args:
         inv_t: Ignored apart from a warning when it is not 1: NMF always uses 1.
-        coef_init: 'softmax' (the release's) or 'uniform' (with ``eval_seed``, one seeded
-            (S, N, R) draw shared by the batch in eval mode).
+        coef_init: 'softmax' (the release's) or 'uniform' (:meth:`init_coef`).
         **kwargs: See :class:`MatrixDecomposition2D`.
     """
 
@@ -350,25 +346,26 @@ class NMF(MatrixDecomposition2D):
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, coef_init={self.coef_init}"
 
-    def init_coef(
-        self, x: Tensor, bases: Tensor, generator: torch.Generator | None = None
-    ) -> Tensor:
-        """softmax(D^T X) over R (App. F, release), or U(0, 1) draws (``coef_init``)."""
-        (BS, _, N), KR = x.shape, bases.shape[2]
+    def init_coef(self, x: Tensor, bases: Tensor) -> Tensor | None:
+        """With ``coef_init='uniform'`` U(0, 1) draws (B*S, K*R, N); in seeded evaluation one
+        (S, R, N) draw of a generator seeded with ``eval_seed`` + 1 (the dictionaries' stream is
+        ``eval_seed``'s), shared by the batch and the K dictionaries. None for 'softmax': the
+        first step computes softmax(D^T X) from its own D^T X (:meth:`compute_coef`)."""
         if self.coef_init == "softmax":
-            # (B*S, D, K*R)^T @ (B*S, D, N) -> (B*S, K*R, N)
-            return self._softmax_per_draw(torch.bmm(bases.transpose(1, 2), x))
-        # drawn as (N, R) matrices, as before the codes took the paper's layout: the same draws
-        if generator is None:
-            return torch.rand(BS, N, KR, device=x.device, dtype=x.dtype).transpose(1, 2)
-        shared = torch.rand(self.S, N, self.R, generator=generator, device=x.device, dtype=x.dtype)
-        # (S, R, N) -> (B*S, K*R, N): one draw of codes for every dictionary
-        return shared.transpose(1, 2).repeat(BS // self.S, KR // self.R, 1)
+            return None
+        (BS, _, N), KR = x.shape, bases.shape[2]
+        if not self.seeded:
+            return torch.rand(BS, KR, N, device=x.device, dtype=x.dtype)
+        generator = torch.Generator(device=x.device).manual_seed(self.eval_seed + 1)
+        shared = torch.rand(self.S, self.R, N, generator=generator, device=x.device, dtype=x.dtype)
+        # (S, R, N) -> (B*S, K*R, N)
+        return shared.repeat(BS // self.S, KR // self.R, 1)
 
     def local_step(
-        self, x: Tensor, bases: Tensor, coef: Tensor, aux: Tensor | None = None
+        self, x: Tensor, bases: Tensor, coef: Tensor | None, aux: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
-        """Alg. 2: C <- C (D^T X) / (D^T D C), then D <- D (X C^T) / (D C C^T) (+ eps)."""
+        """Alg. 2: C <- C (D^T X) / (D^T D C), then D <- D (X C^T) / (D C C^T) (+ eps); the
+        first step starts from softmax(D^T X) (:meth:`compute_coef`)."""
         coef = self.compute_coef(x, bases, coef)
         # (B*S, D, N) @ (B*S, K*R, N)^T -> (B*S, D, K*R)
         numer = torch.bmm(x, coef.transpose(1, 2))
@@ -377,13 +374,17 @@ class NMF(MatrixDecomposition2D):
         denom = self._left_per_draw(codes_gram, bases.transpose(1, 2)).transpose(1, 2)
         return bases * numer / (denom + EPS), coef
 
-    def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor) -> Tensor:
-        """C <- C (D^T X) / (D^T D C + eps)."""
+    def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor | None) -> Tensor:
+        """C <- C (D^T X) / (D^T D C + eps); without codes (the first step) C starts as
+        softmax(D^T X) over R (App. F, release), from the same product D^T X."""
         # (B*S, D, K*R)^T @ (B*S, D, N) -> (B*S, K*R, N)
         numer = torch.bmm(bases.transpose(1, 2), x)
+        if coef is None:  # the initial codes; constants of the one-step gradient (K = 0)
+            coef = self._softmax_per_draw(numer if self.grad == "bptt" else numer.detach())
         # (D^T D) C per draw, r x r first: (B*S*K, R, R) @ (B*S, K*R, N) -> (B*S, K*R, N)
         denom = self._left_per_draw(self._gram_per_draw(bases), coef)
-        return coef * numer / (denom + EPS)
+        # in place on the products' own outputs: no other code-sized tensor
+        return numer.mul_(coef).div_(denom.add_(EPS))
 
 
 class _SoftClustering(MatrixDecomposition2D):

@@ -50,32 +50,32 @@ class PointwiseConv(nn.Conv2d):
         # (B, C_out, C_in) @ (B, C_in, H*W) -> (B, C_out, H*W); not matmul(w, x), whose
         # backward copies x and the gradient transposed
         y = torch.bmm(self.weight.view(-1, C).expand(B, -1, -1), x.reshape(B, C, H * W))
-        if self.bias is not None:
-            y = y.add_(self.bias.view(-1, 1))  # bmm does not save its output
-        return y.view(B, -1, H, W)
+        y = y.view(B, -1, H, W)
+        if self.bias is None:
+            return y
+        if torch.is_grad_enabled():
+            # a new tensor, not a view of the product: an in-place op on a view (the ReLU after
+            # a bread) would make backward copy the whole gradient (CopySlices)
+            return y + self.bias.view(-1, 1, 1)
+        return y.add_(self.bias.view(-1, 1, 1))
 
 
 def applies(block: nn.Module, z: Tensor, after: nn.Module) -> bool:
-    """Whether :func:`conv_on_factors` may compute ``after(block.ham(z))``: inference (no
-    autograd, trace or autocast) on a device of ``block.fast_path_devices``, float32/64, at
-    least ``block.fast_path_min_positions`` positions, spatial folding, a 1x1 conv-norm-act
-    ``after``, no hook to skip."""
-    ham, threshold = block.ham, block.fast_path_min_positions
+    """Whether :func:`conv_on_factors` computes what the module calls ``after(block.ham(z))``
+    compute: a float32/64 map of at least ``block.fast_path_min_positions`` positions on a
+    device of ``block.fast_path_devices``, a spatial ham and a conv-norm-act ``after``, and
+    nothing the module calls would record (autograd, a trace), round (autocast) or hook."""
+    threshold = block.fast_path_min_positions
     return (
         threshold is not None
-        and z.device.type in block.fast_path_devices
-        and not torch.is_grad_enabled()
         and not is_tracing()  # a trace records the module calls (and keeps shapes symbolic)
-        and not torch.is_autocast_enabled(z.device.type)
-        and z.dtype in (torch.float32, torch.float64)
+        and not (torch.is_grad_enabled() or torch.is_autocast_enabled(z.device.type))
         and z.shape[2] * z.shape[3] >= threshold
-        and isinstance(ham, MatrixDecomposition2D)
-        and ham.spatial
+        and z.device.type in block.fast_path_devices
+        and z.dtype in (torch.float32, torch.float64)
+        and block.ham.spatial
         and isinstance(after, ConvModule)
-        and after.order == ("conv", "norm", "act")
-        and is_plain_conv1x1(after.conv)
-        and not hooked(ham)
-        and not hooked(after)
+        and not hooked(block.ham, after)
     )
 
 
@@ -88,10 +88,10 @@ def conv_on_factors(
 ) -> Tensor:
     """``after(ham(z, bases))`` with the conv as (W D) C + b, written over ``z`` (the caller's
     own tensor) if ``overwrite``. With S groups W X_bar = [W_1 D_1 .. W_S D_S] [C_1; ..; C_S]."""
-    dictionary, coef = ham.factorize(z, bases)  # (B*S, d, r), (B*S, n, r)
+    dictionary, coef = ham.factorize(z, bases)  # (B*S, d, r), (B*S, r, n)
     B, C, H, W = z.shape
     BS, d, r = dictionary.shape
-    S, n = BS // B, coef.shape[1]
+    S, n = BS // B, coef.shape[2]
     weight, bias = after.conv.weight.flatten(1), after.conv.bias
     norm = after.norm if after.with_norm else None
     if isinstance(norm, _BatchNorm) and not norm.training and norm.running_var is not None:
@@ -105,7 +105,7 @@ def conv_on_factors(
     # (S, C_out, d) @ (B, S, d, r) -> (B, S, C_out, r) -> (B, C_out, S r)
     wd = torch.matmul(weight.view(c_out, S, d).transpose(0, 1), dictionary.view(B, S, d, r))
     wd = wd.transpose(1, 2).reshape(B, c_out, S * r)
-    codes = coef.transpose(1, 2).reshape(B, S * r, n)  # (B*S, r, n) -> (B, S r, n), a view
+    codes = coef.reshape(B, S * r, n)  # (B*S, r, n) -> (B, S r, n), a view
     out = z.view(B, C, n) if overwrite and c_out == C and z.is_contiguous() else None
     # (B, C_out, S r) @ (B, S r, n) -> (B, C_out, n)
     y = torch.bmm(wd, codes, out=out)
@@ -117,12 +117,13 @@ def conv_on_factors(
     return after.activate(y) if after.with_activation else y
 
 
-def hooked(module: nn.Module) -> bool:
-    """Whether a forward (pre-)hook would fire in ``module`` or a submodule (or globally)."""
+def hooked(*modules: nn.Module) -> bool:
+    """Whether a forward (pre-)hook would fire in one of ``modules`` or their submodules (or
+    globally). torch has no public query for this: the dicts ``nn.Module.__call__`` reads."""
     hooks = nn.modules.module
     if hooks._global_forward_hooks or hooks._global_forward_pre_hooks:
         return True
-    return any(m._forward_hooks or m._forward_pre_hooks for m in module.modules())
+    return any(m._forward_hooks or m._forward_pre_hooks for x in modules for m in x.modules())
 
 
 def is_plain_conv1x1(conv: nn.Module) -> bool:

@@ -113,6 +113,9 @@ class Hamburger(nn.Module):
             )
         elif variant == "paper" and norm_cfg:
             self.norm = build_norm_layer(norm_cfg, latent)[1]
+        # Eq. 6's branch ends with a norm, whose output backward does not read: the skip is
+        # added to it in place (as to the fused path's own output), in training too
+        self._sum_in_place = variant == "paper" and bool(norm_cfg)
         self.act: nn.Module = nn.Identity()
         if variant == "release" and act_cfg:
             self.act = build_activation_layer(act_cfg)
@@ -145,4 +148,4 @@ class Hamburger(nn.Module):
             z = self.ham(z, bases)  # M: the low-rank reconstruction D C (Eq. 7)
         for module in after:
             z = module(z)
-        return self.act(z.add_(x) if fused else x + z)
+        return self.act(z.add_(x) if fused or self._sum_in_place else x + z)

@@ -25,7 +25,7 @@ def test_library_count_equals_hand_count(key):
     module = SPECS[key].build(32, 8, 3)
     total, by_op = count_macs(module, x)
     kind, variant = SPECS[key].ham or ("NMF", "paper")
-    # hamseg's ham runs in place ('module' path); mmseg's NMF2D computes what the paper writes
+    # hamseg's NMF shares D^T X ('module' path); mmseg's NMF2D computes what the paper writes
     path = "paper" if key == "mmseg_ham" else "module"
     hand = hamburger_macs(tuple(x.shape), kind, 8, 3, variant, path=path)["total"]
     if kind == "CD":  # the counter traces: CD's solve is recorded as inverse @ D^T X, an
@@ -54,12 +54,16 @@ def test_run_count_equals_hand_count_of_the_inference_path(key):
 
 
 def test_paths_of_the_hand_count():
-    """The hams compute as written ('module' == 'paper'); 'fast' trades W (D C) for (W D) C."""
+    """NMF's initial codes come from the first update's D^T X ('module': n d r less than
+    'paper', 17.01 G); 'fast' trades W (D C) for (W D) C; CD and VQ compute as written."""
     shape, (n, d, r, c) = (1, 512, 128, 128), (128 * 128, 512, 64, 512)
     paper = hamburger_macs(shape, "NMF", r, 6)["total"]
     module = hamburger_macs(shape, "NMF", r, 6, path="module")["total"]
     fast = hamburger_macs(shape, "NMF", r, 6, path="fast")["total"]
-    assert module == paper
+    assert paper - module == n * d * r and module == 17_005_805_568
+    assert hamburger_macs(shape, "NMF", r, 0, path="module")["matmul"] == (
+        n * d * r + d * r * r + n * r * r + d * r * n  # K = 0: the final update and D C
+    )
     assert module - fast == (d * r * n + c * d * n) - (c * d * r + c * r * n)
     cd = hamburger_macs(shape, "CD", r, 6)["total"]
     assert hamburger_macs(shape, "CD", r, 6, path="module")["total"] == cd

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import hamseg  # noqa: F401  (before mmseg)
 from hamseg.models import Hamburger, HamHead, HamLightHead, cuda_graphs
@@ -124,20 +125,13 @@ def test_cpu_and_cuda_heads_agree_given_the_same_dictionary(cuda, build):
 def test_seeded_dictionary_is_drawn_on_the_input_device(cuda):
     head = _head(eval_seed=0).to(cuda).eval()
     ham = head.hamburger.ham
-    seen = _dictionaries(ham)
-    draws = []
-    original = ham._draw_bases
-
-    def spy(batch, D, device, dtype, generator=None):
-        draws.append((torch.device(device), generator.device))
-        return original(batch, D, device, dtype, generator)
-
-    ham._draw_bases = spy
+    x = [torch.rand(1, 16, 9, 9, device=cuda)]
     with torch.no_grad():
-        head([torch.rand(1, 16, 9, 9, device=cuda)])
-        head([torch.rand(1, 16, 9, 9, device=cuda)])
-    assert draws == [(cuda, cuda)]  # drawn once, on the GPU, by a CUDA generator
-    assert [d.device for d in seen] == [cuda, cuda]  # the dictionary the ham starts from
-    assert torch.equal(seen[0], seen[1])  # seeded: the same draw at every call
-    drawn = ham.__dict__["_seeded"][1]  # the seeded (K, S, D, R) draws the ham keeps
-    assert drawn.device == cuda and drawn.shape == (1, 1, 32, 8)
+        first = head(x)
+        drawn = ham.seeded_dictionary  # the seeded (S, D, K*R) draws the ham starts from
+        assert torch.equal(head(x), first)
+    assert ham.seeded_dictionary is drawn  # drawn once
+    assert drawn.device == cuda and drawn.shape == (1, 32, 8)
+    generator = torch.Generator(cuda).manual_seed(0)  # a CUDA generator, seeded with eval_seed
+    expected = F.normalize(torch.rand(1, 32, 8, generator=generator, device=cuda), dim=1)
+    torch.testing.assert_close(drawn, expected, rtol=0, atol=0)

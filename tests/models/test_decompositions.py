@@ -3,6 +3,8 @@ references of tests/models/references.py (the paper's layout: codes C of shape (
 
 import hamseg  # noqa: F401, I001  (patches the stack before anything imports mmseg)
 
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -44,9 +46,8 @@ def objective(X, D, coef):
 def test_nmf_objective_never_increases():
     X = rand_input(2, 12, 15 * 17)
     ham = NMF(R=5)
-    bases = rand_bases(2, 12, 5)
-    coef = ham.init_coef(X, bases)
-    objs = [objective(X, bases, coef)]
+    bases, coef = rand_bases(2, 12, 5), None  # the first step starts from softmax(D^T X)
+    objs = [objective(X, bases, torch.softmax(bases.transpose(1, 2) @ X, dim=1))]
     for _ in range(40):
         bases, coef = ham.local_step(X, bases, coef)
         objs.append(objective(X, bases, coef))
@@ -60,15 +61,16 @@ def test_nmf_step_matches_alg2_and_init():
     X = rand_input(2, 6, 35)
     D0 = rand_bases(2, 6, 4)
     ham = NMF(R=4)
-    coef0 = ham.init_coef(X, D0)
-    # App. F / release: C = softmax(X^T D) over R with inv_t = 1.
+    assert ham.init_coef(X, D0) is None  # the first step computes the initial codes
+    # App. F / release: C = softmax(D^T X) over R with inv_t = 1.
     C0 = torch.softmax(D0.transpose(1, 2) @ X, dim=1)
-    torch.testing.assert_close(coef0, C0)
-    bases, coef = ham.local_step(X, D0.clone(), coef0.clone())
     C1 = nmf_c_update(X, D0, C0)
     D1 = nmf_d_update(X, D0, C1)  # C first, then D with the new C
-    torch.testing.assert_close(coef, C1)
-    torch.testing.assert_close(bases, D1)
+    for start in (None, C0.clone()):  # from the initial codes, or given the same codes
+        bases, coef = ham.local_step(X, D0.clone(), start)
+        torch.testing.assert_close(coef, C1)
+        torch.testing.assert_close(bases, D1)
+    torch.testing.assert_close(ham.compute_coef(X, D0, None), C1)
 
 
 def spy_initial_codes(ham, monkeypatch):
@@ -91,7 +93,7 @@ def test_nmf_uniform_codes_are_u01_draws(monkeypatch):
     torch.manual_seed(3)
     coef0 = ham.init_coef(X, D0)
     torch.manual_seed(3)
-    expected = torch.rand(2, 35, 4, dtype=F64).transpose(1, 2)  # drawn as (N, R)
+    expected = torch.rand(2, 4, 35, dtype=F64)  # drawn in the paper's layout (R, N)
     torch.testing.assert_close(coef0, expected, rtol=0, atol=0)
     assert coef0.min() >= 0 and coef0.max() < 1
     bases, coef = ham.local_step(X, D0.clone(), coef0.clone())
@@ -104,23 +106,24 @@ def test_nmf_uniform_codes_are_u01_draws(monkeypatch):
     ham(torch.rand(2, 6, 5, 7), D0)
     torch.manual_seed(4)
     torch.rand(2, 6, 5, 7)
-    torch.testing.assert_close(codes[0], torch.rand(2, 35, 4).transpose(1, 2), rtol=0, atol=0)
+    torch.testing.assert_close(codes[0], torch.rand(2, 4, 35), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("S", [1, 2])
 def test_nmf_uniform_codes_are_seeded_in_evaluation(S, monkeypatch):
-    """With eval_seed the codes come from the seeded generator after the dictionary: one
-    (S, N, R) draw shared by the batch, so evaluation stays deterministic and independent of
-    the batch composition; the loop without and with autograd (BPTT) agree."""
+    """With eval_seed the codes are one (S, R, N) draw of a generator seeded with eval_seed + 1
+    (the dictionary's is eval_seed), shared by the batch, so evaluation stays deterministic and
+    independent of the batch composition; the loop without and with autograd (BPTT) agree."""
     x = torch.rand(3, 8, 5, 7)
     ham = NMF(S=S, R=4, eval_seed=5, coef_init="uniform", grad="bptt").eval()
     codes = spy_initial_codes(ham, monkeypatch)
     with torch.no_grad():
         out = ham(x)
-    gen = torch.Generator().manual_seed(5)
-    torch.rand(S, 8 // S, 4, generator=gen)  # the dictionary's draw
-    expected = torch.rand(S, 35, 4, generator=gen).transpose(1, 2).repeat(3, 1, 1)
+    gen = torch.Generator().manual_seed(6)
+    expected = torch.rand(S, 4, 35, generator=gen).repeat(3, 1, 1)
     torch.testing.assert_close(codes[0], expected, rtol=0, atol=0)
+    dictionary = unit(torch.rand(S, 8 // S, 4, generator=torch.Generator().manual_seed(5)))
+    torch.testing.assert_close(ham.seeded_dictionary, dictionary, rtol=0, atol=1e-7)
     torch.testing.assert_close(ham(x).detach(), out)  # autograd on: the out-of-place BPTT loop
     torch.testing.assert_close(ham(x[1:2]).detach(), out[1:2])
     softmax = NMF(S=S, R=4, eval_seed=5).eval()
@@ -162,9 +165,8 @@ def test_cd_dictionaries_have_unit_columns():
     for _ in range(3):
         bases, _ = ham.local_step(X, bases, None)
         torch.testing.assert_close(bases.norm(dim=1), torch.ones(2, 5, dtype=F64))
-    # The solved dictionary inside a forward pass, too.
-    ham = CD(R=5, inv_t=10, train_steps=4)
-    solved, _ = ham._iterate(X, ham._draw_bases(2, 9, dtype=F64))
+    # The solved dictionary of a forward pass, too.
+    solved, _ = CD(R=5, inv_t=10, train_steps=4).factorize(X.reshape(2, 9, 5, 8))
     torch.testing.assert_close(solved.norm(dim=1), torch.ones(2, 5, dtype=F64))
 
 
@@ -275,8 +277,8 @@ def test_factorize_gives_the_reconstruction_as_a_product():
     with torch.no_grad():
         dictionary, coef = ham.factorize(x, bases)
         expected = ham(x, bases)
-    assert dictionary.shape == (4, 6, 3) and coef.shape == (4, 30, 3)
-    torch.testing.assert_close((dictionary @ coef.transpose(1, 2)).reshape(x.shape), expected)
+    assert dictionary.shape == (4, 6, 3) and coef.shape == (4, 3, 30)
+    torch.testing.assert_close((dictionary @ coef).reshape(x.shape), expected)
     with pytest.raises(ValueError, match="float32/64"):
         ham.factorize(x.half(), None)
 
@@ -311,6 +313,31 @@ def test_eval_seed_gives_deterministic_evaluation(cls):
 
 
 @pytest.mark.parametrize("cls", HAMS)
+def test_seeded_dictionaries_are_drawn_once_and_a_trace_keeps_them_as_a_constant(cls):
+    """The K seeded dictionaries (S, D, K*R) are drawn at the first call and kept (not in the
+    state dict); a trace made before any eager call records them as a constant, without a
+    TracerWarning, and computes what eager evaluation computes at another batch and size."""
+    K, S, R = 2, 2, 3
+    ham = cls(S=S, R=R, eval_seed=4, eval_draws=K).eval()
+    x = rand_input(1, 6, 5, 7, dtype=torch.float32)
+    with warnings.catch_warnings(record=True) as caught, torch.no_grad():
+        warnings.simplefilter("always")
+        traced = torch.jit.trace(ham, x, check_trace=False)
+    assert not [w for w in caught if issubclass(w.category, torch.jit.TracerWarning)]
+    assert "rand" not in str(traced.graph) and "seeded_dictionary" not in ham.state_dict()
+    drawn = ham.seeded_dictionary
+    g = torch.Generator().manual_seed(4)
+    draw = torch.rand if cls is NMF else torch.randn
+    by_hand = unit(draw(K * S, 3, R, generator=g))  # draw k of group s at k*S + s
+    by_hand = by_hand.reshape(K, S, 3, R).permute(1, 2, 0, 3).reshape(S, 3, K * R)
+    torch.testing.assert_close(drawn, by_hand, rtol=0, atol=1e-7)
+    y = rand_input(3, 6, 4, 9, dtype=torch.float32, seed=2)
+    with torch.no_grad():
+        torch.testing.assert_close(traced(y), ham(y), rtol=1e-5, atol=1e-6)
+    assert ham.seeded_dictionary is drawn  # not drawn again
+
+
+@pytest.mark.parametrize("cls", HAMS)
 def test_eval_draws_average_the_seeded_decompositions(cls):
     """eval_draws=K: the mean of the K reconstructions, each from one of the K dictionaries the
     seeded generator draws first (K*S of shape (D, R), draw k of group s at k*S + s), every
@@ -326,10 +353,10 @@ def test_eval_draws_average_the_seeded_decompositions(cls):
     torch.testing.assert_close(out, by_hand, rtol=0, atol=1e-12)
     assert torch.equal(out, ham(x))  # deterministic
     torch.testing.assert_close(ham(x[1:2]), out[1:2], rtol=0, atol=1e-12)  # batch-independent
-    # the factors are the K draws side by side: (B*S, D, K*R) / K and (B*S, N, K*R)
+    # the factors are the K draws side by side: (B*S, D, K*R) / K and (B*S, K*R, N)
     dictionary, coef = ham.factorize(x)
-    assert dictionary.shape == (6, 3, K * R) and coef.shape == (6, 35, K * R)
-    folded = (dictionary @ coef.transpose(1, 2)).reshape(x.shape)
+    assert dictionary.shape == (6, 3, K * R) and coef.shape == (6, K * R, 35)
+    folded = (dictionary @ coef).reshape(x.shape)
     torch.testing.assert_close(folded, out, rtol=0, atol=1e-12)
 
 
@@ -474,8 +501,7 @@ def test_online_init_is_an_ema_of_solved_dictionaries():
     torch.testing.assert_close(ham.bases.norm(dim=1), torch.ones(1, 4))
     # The update rule itself: buf <- normalize(buf + eta * (mean over batch - buf)).
     buf = ham.bases.clone()
-    solved = torch.randn(3, 8, 4)
-    ham._online_update(solved, 3)
+    solved, _ = ham.factorize(torch.randn(3, 8, 5, 3))  # a training solve updates the buffer
     ref = F.normalize(buf + 0.9 * (solved.mean(dim=0, keepdim=True) - buf), dim=1)
     torch.testing.assert_close(ham.bases, ref)
 

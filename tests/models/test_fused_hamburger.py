@@ -113,6 +113,13 @@ def test_where_it_does_not_apply_the_module_calls_run():
         with torch.autocast("cpu", dtype=torch.bfloat16):
             assert not fused.applies(block, z, after)
         assert not fused.applies(block, z.half(), after)
+        assert not fused.applies(block, z, block.norm)  # no conv after the ham (Table 2)
+        block.ham.spatial = False  # channel folding: the factors are not W's to multiply
+        assert not fused.applies(block, z, after)
+        block.ham.spatial = True
+        handle = nn.modules.module.register_module_forward_pre_hook(lambda *a: None)
+        assert not fused.applies(block, z, after)  # a global hook fires in every module
+        handle.remove()
         fired = []
         for part in (block.ham, block.upper_bread.conv):  # a hook on the ham or the conv fires
             handle = part.register_forward_hook(lambda *a: fired.append(1))
@@ -163,20 +170,22 @@ def test_table2_blocks_equal_their_module_calls_and_leave_the_input_alone(ham, v
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("batch", [1, 3])
 def test_pointwise_conv_is_the_convolution(bias, batch):
-    """Outputs and gradients equal ``nn.Conv2d``'s (channels-last input too), the state dict
-    is a conv's; switched off, and while a graph is recorded, it is the convolution."""
+    """Outputs and gradients equal ``nn.Conv2d``'s (channels-last input too, and with an
+    in-place ReLU after it, as in the lower bread), the state dict is a conv's; switched off,
+    and while a graph is recorded, it is the convolution."""
     torch.manual_seed(1)
     conv = nn.Conv2d(6, 4, 1, bias=bias).double()
     pointwise = fused.PointwiseConv(6, 4, 1, bias=bias).double()
     pointwise.load_state_dict(conv.state_dict())
     assert pointwise.state_dict().keys() == conv.state_dict().keys()
     x = torch.randn(batch, 6, 5, 7, dtype=F64)
-    for inp in (x, x.contiguous(memory_format=torch.channels_last)):
+    cases = [(x, False), (x.contiguous(memory_format=torch.channels_last), False), (x, True)]
+    for inp, relu in cases:
         grads = []
         for module in (conv, pointwise):
             xi = inp.clone().requires_grad_(True)
             module.zero_grad()
-            out = module(xi)
+            out = module(xi).relu_() if relu else module(xi)
             (out * torch.linspace(-1, 1, out.numel(), dtype=F64).view_as(out)).sum().backward()
             grads.append((out, xi.grad, *[p.grad for p in module.parameters()]))
         for a, b in zip(*grads):
