@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import os.path as osp
 import re
 
@@ -70,7 +71,7 @@ def test_each_precision_is_converted_and_compared_on_the_val_split(setup):
     assert same.agreement == same.worst == 1.0 and same.miou == same.miou_fp32
     reference = predictions(setup["fp32"], batches)  # fp32 run once, reused
     ops = {}
-    for precision in ("fp16", "int8", "int8-static"):
+    for precision in ("fp16", "int8", "int8-dynamic"):
         out = str(setup["tmp"] / f"{precision}.onnx")
         convert(setup["fp32"], out, precision, [x for x, _ in batches])
         model = onnx.load(out)
@@ -81,8 +82,8 @@ def test_each_precision_is_converted_and_compared_on_the_val_split(setup):
         assert compare(reference, out, precision, batches) == result
         assert 0.5 < result.agreement <= 1 and result.worst <= result.agreement
         assert result.miou_fp32 == same.miou and result.line().startswith(f"{precision}: argmax")
-    assert "Cast" in ops["fp16"] and "ConvInteger" in ops["int8"]
-    assert "QuantizeLinear" in ops["int8-static"] and "DynamicQuantizeLinear" in ops["int8"]
+    assert "Cast" in ops["fp16"] and "ConvInteger" in ops["int8-dynamic"]
+    assert "QuantizeLinear" in ops["int8"] and "DynamicQuantizeLinear" in ops["int8-dynamic"]
 
 
 def test_a_graph_below_min_agreement_is_refused_and_removed(setup):
@@ -90,7 +91,58 @@ def test_a_graph_below_min_agreement_is_refused_and_removed(setup):
     args = [EXPORT, setup["config"], setup["ckpt"], "--out", str(out), "--shape", "48", "48"]
     error = one_line_error(run(*args, "--quantize", "int8", "--min-agreement", "1.01"))
     assert error.startswith(f"error: {out}: int8: argmax agreement with fp32 ")
-    assert "below --min-agreement 1.01; the file was removed" in error and not out.exists()
+    assert error.endswith(
+        ": agreement below --min-agreement 1.01; the file was removed (use another "
+        "--precision, or loosen the bound to keep it)"
+    )
+    assert not out.exists()
     proc = run(*args, "--precision", "fp16", "--min-agreement", "0.5", "--val-images", "2")
     assert proc.returncode == 0 and osp.exists(out), proc.stderr[-2000:]
     assert re.search(r"^fp16: argmax agreement with fp32 \S+% \(worst image", proc.stdout, re.M)
+
+
+@pytest.fixture(scope="module")
+def labelled_by_fp32(setup) -> str:
+    """A config whose val labels are the fp32 graph's own predictions: fp32 val mIoU 100, so
+    every pixel another graph changes costs mIoU."""
+    import shutil
+
+    import cv2
+
+    root = str(setup["tmp"] / "data_fp32")
+    shutil.copytree(str(setup["tmp"] / "data"), root)
+    model = init_model(setup["config"], setup["ckpt"], "cpu")
+    preds = predictions(setup["fp32"], list(val_batches(model)))
+    anns = sorted(os.listdir(osp.join(root, "ann_dir", "val")))
+    for name, pred in zip(anns, preds):
+        cv2.imwrite(osp.join(root, "ann_dir", "val", name), pred.astype(np.uint8))
+    config = setup["tmp"] / "fp32_labels.py"
+    config.write_text(
+        f"_base_ = [{setup['config']!r}]\nval_dataloader = dict(dataset=dict(data_root={root!r}))\n"
+    )
+    return str(config)
+
+
+def test_an_int8_graph_that_loses_more_than_half_a_point_of_miou_is_removed(
+    setup, labelled_by_fp32
+):
+    """Issue 39 (3): agreement bounds off (0), the mIoU gate alone refuses the int8 file; with
+    a looser bound the file is kept and its printed numbers are those of the file written."""
+    out = setup["tmp"] / "loses.onnx"
+    args = [EXPORT, labelled_by_fp32, setup["ckpt"], "--out", str(out), "--shape", "48", "48"]
+    args += ["--dynamic"]  # as the fixture's fp32 graph
+    args += ["--quantize", "int8", "--min-agreement", "0", "--min-worst-agreement", "0"]
+    error = one_line_error(run(*args))
+    line = re.search(r"val mIoU (\S+) \(fp32 (\S+), drop (\S+)\)", error)
+    miou_int8, miou_fp32, drop = map(float, line.groups())
+    assert miou_fp32 == 100 and drop == pytest.approx(100 - miou_int8, abs=0.011) and drop > 0.5
+    assert error.endswith(
+        f"mIoU drop {drop:.2f} above --max-miou-drop 0.5; the file was "
+        "removed (use another --precision, or loosen the bound to keep it)"
+    )
+    assert not out.exists()
+    kept = run(*args, "--max-miou-drop", "100")
+    assert kept.returncode == 0, kept.stderr[-2000:]
+    model = init_model(labelled_by_fp32, setup["ckpt"], "cpu")
+    written = compare(setup["fp32"], str(out), "int8", list(val_batches(model)))
+    assert f"{written.line()}\n" in kept.stdout  # the check ran on the file written
