@@ -37,9 +37,12 @@ def markdown(label: str, rows: list[dict]) -> str:
         lines.append(f"| {label} {r['size']} | {backend} | {' | '.join(cells)} | {quality} |")
     head = " | ".join(f"ms, {n} thr (min-max) | / eager" for n in threads)
     return "\n".join(
-        [f"| model | backend | {head} | agreement (worst image) | val mIoU |",
-         "| --- " * (4 + 2 * len(threads)) + "|", *lines]
-    )  # fmt: skip
+        [
+            f"| model | backend | {head} | agreement (worst image) | val mIoU |",
+            "| --- " * (4 + 2 * len(threads)) + "|",
+            *lines,
+        ]
+    )
 
 
 def main() -> None:

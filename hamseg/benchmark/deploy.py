@@ -21,9 +21,13 @@ SEGNEXT = "configs/demo/hamlighthead-nmf_mscan-t_context-shapes.py"
 
 
 def latency(
-    config: str, size: int, checkpoint: Optional[str], threads: list[int], runs: int = 10,
+    config: str,
+    size: int,
+    checkpoint: Optional[str],
+    threads: list[int],
+    runs: int = 10,
     val_images: int = 0,
-) -> list[dict[str, Any]]:  # fmt: skip
+) -> list[dict[str, Any]]:
     """One row per backend and thread count: median ms of a 1x3xSxS inference over ``runs``
     alternating runs (torch.set_num_threads = ORT intra-op threads, inter-op 1), min/max, the
     ratio to eager at the same threads, and (ORT) argmax agreement with fp32 and val mIoU."""
@@ -48,10 +52,21 @@ def latency(
             eager = statistics.median(times["eager fp32"])
             for name, t in times.items():
                 q = quality[name.split()[1]]  # eager: the fp32 graph's (argmax equal)
-                rows.append(dict(
-                    backend=name, threads=n, ms=1e3 * statistics.median(t), min_ms=1e3 * min(t),
-                    max_ms=1e3 * max(t), ratio=statistics.median(t) / eager, runs=runs, size=size,
-                    agreement=q.agreement, worst=q.worst, miou=q.miou, val_images=len(batches),
-                ))  # fmt: skip
+                rows.append(
+                    dict(
+                        backend=name,
+                        threads=n,
+                        ms=1e3 * statistics.median(t),
+                        min_ms=1e3 * min(t),
+                        max_ms=1e3 * max(t),
+                        ratio=statistics.median(t) / eager,
+                        runs=runs,
+                        size=size,
+                        agreement=q.agreement,
+                        worst=q.worst,
+                        miou=q.miou,
+                        val_images=len(batches),
+                    )
+                )
     torch.set_num_threads(saved)
     return rows

@@ -29,7 +29,7 @@ def test_deploy_latency_rows_and_table(tmp_path, monkeypatch):
         )[1],
     )
     rows = deploy.latency(deploy.DEMO, 40, None, [1, 2], runs=2)
-    backends = ["eager fp32", "ORT fp32", "ORT fp16", "ORT int8", "ORT int8-static"]
+    backends = ["eager fp32", "ORT fp32", "ORT fp16", "ORT int8", "ORT int8-dynamic"]
     assert [(r["backend"], r["threads"]) for r in rows] == [
         (b, n) for n in (1, 2) for b in backends
     ]

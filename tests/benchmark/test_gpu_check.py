@@ -188,7 +188,7 @@ def test_the_benchmarks_write_the_json_the_report_reads(tmp_path):
         "whole model, one iteration",
     ]
     assert list(deploy["rows"]) == ["demo HamHead-NMF", "SegNeXt-T (HamLightHead)"]
-    backends = ["eager fp32", "ORT fp32", "ORT fp16", "ORT int8", "ORT int8-static"]
+    backends = ["eager fp32", "ORT fp32", "ORT fp16", "ORT int8", "ORT int8-dynamic"]
     for rows in deploy["rows"].values():
         assert sorted(r["backend"] for r in rows) == sorted(backends)
         assert all(r["ms"] > 0 and r["threads"] == 1 and r["val_images"] == 2 for r in rows)
