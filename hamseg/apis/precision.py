@@ -98,22 +98,29 @@ def predictions(path: str, batches: list) -> list[np.ndarray]:
     return _argmax(onnx_session(path), batches)
 
 
-def compare(
-    fp32: str | list[np.ndarray], other: str, precision: str, batches: list, ignore: int = 255
-) -> Agreement:
+def val_miou(preds: list[np.ndarray], batches: list, classes: int, ignore: int = 255) -> float:
+    """Val mIoU (%) of the argmax maps ``preds`` against the ground truth of ``batches``."""
+    confusion = np.zeros((classes, classes), np.int64)
+    for pred, (_, gt) in zip(preds, batches):
+        valid = gt != ignore
+        confusion += np.bincount(gt[valid] * classes + pred[valid], minlength=classes**2).reshape(
+            classes, classes
+        )
+    return miou(confusion)
+
+
+def compare(fp32: str | list[np.ndarray], other: str, precision: str, batches: list) -> Agreement:
     """:class:`Agreement` of ``other`` with ``fp32`` on ``batches`` (:func:`val_batches`);
     ``fp32``: the graph's path, or its :func:`predictions` when several graphs are compared."""
     session = onnx_session(other)
     k = session.get_outputs()[0].shape[1]
     reference = predictions(fp32, batches) if isinstance(fp32, str) else fp32
-    confusion, same, total, worst = np.zeros((2, k, k), np.int64), 0, 0, 1.0
-    for (_, gt), *preds in zip(batches, reference, _argmax(session, batches)):
-        agree = preds[0] == preds[1]
-        same, total, worst = same + agree.sum(), total + agree.size, min(worst, agree.mean())
-        valid = gt != ignore
-        for c, pred in zip(confusion, preds):
-            c += np.bincount(gt[valid] * k + pred[valid], minlength=k * k).reshape(k, k)
-    return Agreement(precision, same / total, float(worst), miou(confusion[1]), miou(confusion[0]))
+    preds = _argmax(session, batches)
+    agree = [np.mean(a == b) for a, b in zip(reference, preds)]
+    overall = sum(float(np.sum(a == b)) for a, b in zip(reference, preds))
+    overall /= sum(a.size for a in preds)
+    mious = (val_miou(p, batches, k) for p in (preds, reference))
+    return Agreement(precision, overall, float(min(agree)), *mious)
 
 
 @dataclass(frozen=True)

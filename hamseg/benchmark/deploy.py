@@ -1,23 +1,82 @@
-"""CPU latency, PyTorch eager vs ONNX Runtime fp32/fp16/int8 at equal threads (docs/deploy.md)."""
+"""CPU latency at equal threads, PyTorch eager vs ONNX Runtime fp32/fp16/int8/int8-dynamic, with
+quality on the val split, ORT's per-operator profile, and the eval_draws trade-off
+(docs/deploy.md)."""
 
 from __future__ import annotations
 
+import collections
+import json
+import os
 import os.path as osp
 import statistics
 import tempfile
+from collections.abc import Sequence
 from typing import Any, Optional
 
+import numpy as np
 import torch
 
 from hamseg.apis import init_model
-from hamseg.apis.export import export_onnx, onnx_session
-from hamseg.apis.precision import PRECISIONS, compare, convert, predictions, val_batches
+from hamseg.apis.export import SegmentorLogits, export_onnx, onnx_session, seed_hams
+from hamseg.apis.int8 import HAM_SCOPE
+from hamseg.apis.precision import compare, convert, predictions, val_batches, val_miou
 
-from .measure import alternate
-from .models import resolve
+from .measure import alternate, machine
+from .models import HAM, resolve
 
 DEMO = "configs/demo/hamhead-nmf_r18-d8_context-shapes.py"
 SEGNEXT = "configs/demo/hamlighthead-nmf_mscan-t_context-shapes.py"
+#: --models: label, config, timed size, whether its val split is here (the demo data).
+CASES = {
+    "demo": ("demo HamHead-NMF", DEMO, 128, True),
+    "segnext": ("SegNeXt-T (HamLightHead)", SEGNEXT, 512, True),
+    "hamnet": ("HamNet R101-D8 (HamHead)", HAM, 513, False),
+}
+BACKENDS = ("eager fp32", "ORT fp32", "ORT fp16", "ORT int8", "ORT int8-dynamic")
+
+
+def _median_row(times: Sequence[float]) -> dict[str, float]:
+    return dict(ms=1e3 * statistics.median(times), min_ms=1e3 * min(times), max_ms=1e3 * max(times))
+
+
+def _calibration(model: torch.nn.Module, size: int, val_images: int, quality: bool) -> tuple:
+    """(val batches, calibration inputs): the val split's, or without it (``quality`` False)
+    none and two random normal 1x3xSxS inputs (enough to time a graph, not to judge it)."""
+    if quality:
+        batches = list(val_batches(model, val_images))
+        return batches, [x for x, _ in batches]
+    rng = np.random.default_rng(0)
+    return [], [rng.normal(size=(1, 3, size, size)).astype(np.float32) for _ in range(2)]
+
+
+def op_profile(path: str, x: np.ndarray, threads: int, runs: int = 3) -> list[dict[str, Any]]:
+    """ORT's profiler over ``runs`` runs of the graph on ``x`` after one warm-up: per operator
+    type, the ham's nodes apart, ms per run, node count and share of the kernels' time."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    with tempfile.TemporaryDirectory() as tmp:
+        options.enable_profiling, options.profile_file_prefix = True, osp.join(tmp, "p")
+        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        for _ in range(runs + 1):
+            session.run(None, {"input": x})
+        with open(session.end_profiling()) as f:
+            events = json.load(f)
+    warm_up = min((e for e in events if e["name"] == "model_run"), key=lambda e: e["ts"])
+    total, nodes = collections.Counter(), collections.Counter()
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            if e["ts"] > warm_up["ts"] + warm_up["dur"]:
+                key = e["args"]["op_name"] + (" (ham)" if HAM_SCOPE in e["name"] else "")
+                total[key] += e["dur"]
+                nodes[key] += 1
+    spent = sum(total.values()) or 1
+    return [
+        dict(op=op, ms=us / 1e3 / runs, nodes=nodes[op] // runs, share=us / spent)
+        for op, us in total.most_common()
+    ]
 
 
 def latency(
@@ -27,46 +86,128 @@ def latency(
     threads: list[int],
     runs: int = 10,
     val_images: int = 0,
-) -> list[dict[str, Any]]:
-    """One row per backend and thread count: median ms of a 1x3xSxS inference over ``runs``
+    backends: Sequence[str] = BACKENDS,
+    quality: bool = True,
+    profile_runs: int = 0,
+) -> dict[str, Any]:
+    """Rows per backend and thread count: median ms of a 1x3xSxS inference over ``runs``
     alternating runs (torch.set_num_threads = ORT intra-op threads, inter-op 1), min/max, the
-    ratio to eager at the same threads, and (ORT) argmax agreement with fp32 and val mIoU."""
+    ratio to eager and to ORT fp32 at the same threads and (with ``quality``) argmax agreement
+    with fp32 and val mIoU; with ``profile_runs``, :func:`op_profile` of ORT fp32 and int8 at
+    the first thread count."""
     model = init_model(resolve(config), checkpoint, "cpu")
     x = torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(0))
-    rows, saved = [], torch.get_num_threads()
+    result: dict[str, Any] = dict(rows=[], profiles={})
+    saved = torch.get_num_threads()
     with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
         files = {"fp32": osp.join(tmp, "fp32.onnx")}
         exported = export_onnx(model, files["fp32"], (size, size), dynamic=True)
-        batches = list(val_batches(model, val_images))
-        files |= {p: osp.join(tmp, f"{p}.onnx") for p in PRECISIONS}
-        for p in PRECISIONS:
-            convert(files["fp32"], files[p], p, [b for b, _ in batches])
-        reference = predictions(files["fp32"], batches)  # once for all four
-        quality = {p: compare(reference, f, p, batches) for p, f in files.items()}
+        batches, calibration = _calibration(model, size, val_images, quality)
+        for b in backends:
+            if b.startswith("ORT ") and b != "ORT fp32":
+                files[b[4:]] = osp.join(tmp, f"{b[4:]}.onnx")
+                convert(files["fp32"], files[b[4:]], b[4:], calibration)
+        quality_of = {}
+        if batches:
+            reference = predictions(files["fp32"], batches)  # once for all
+            quality_of = {p: compare(reference, f, p, batches) for p, f in files.items()}
         for n in threads:
             torch.set_num_threads(n)
             run = lambda s: lambda: s.run(None, {"input": x.numpy()})  # noqa: E731
-            fns = {"eager fp32": lambda: exported(x)}
+            fns = {"eager fp32": lambda: exported(x)} if "eager fp32" in backends else {}
             fns |= {f"ORT {p}": run(onnx_session(f, n)) for p, f in files.items()}
             times = alternate(fns, torch.device("cpu"), runs)
-            eager = statistics.median(times["eager fp32"])
+            medians = {name: statistics.median(t) for name, t in times.items()}
             for name, t in times.items():
-                q = quality[name.split()[1]]  # eager: the fp32 graph's (argmax equal)
-                rows.append(
+                q = quality_of.get(name.split()[1])  # eager: the fp32 graph's (argmax equal)
+                result["rows"].append(
                     dict(
                         backend=name,
                         threads=n,
-                        ms=1e3 * statistics.median(t),
-                        min_ms=1e3 * min(t),
-                        max_ms=1e3 * max(t),
-                        ratio=statistics.median(t) / eager,
+                        **_median_row(t),
+                        ratio=medians[name] / medians.get("eager fp32", float("nan")),
+                        ratio_ort=medians[name] / medians["ORT fp32"],
                         runs=runs,
                         size=size,
-                        agreement=q.agreement,
-                        worst=q.worst,
-                        miou=q.miou,
+                        agreement=q and q.agreement,
+                        worst=q and q.worst,
+                        miou=q and q.miou,
                         val_images=len(batches),
                     )
                 )
-    torch.set_num_threads(saved)
+        torch.set_num_threads(saved)
+        for p in ("fp32", "int8") if profile_runs else ():
+            if p in files:
+                result["profiles"][p] = op_profile(files[p], x.numpy(), threads[0], profile_runs)
+    return result
+
+
+def _eager_miou(model: torch.nn.Module, batches: list, seed: int) -> float:
+    """Val mIoU of ``model`` in PyTorch with every ham seeded by ``seed``."""
+    seed_hams(model, seed)
+    logits = SegmentorLogits(model).eval()
+    with torch.no_grad():
+        preds = [logits(torch.from_numpy(x))[0].argmax(0).numpy() for x, _ in batches]
+    return val_miou(preds, batches, model.decode_head.num_classes)
+
+
+def draws_table(
+    config: str,
+    size: int,
+    checkpoint: Optional[str],
+    draws: Sequence[int] = (1, 4, 12),
+    seeds: int = 10,
+    threads: int = 1,
+    runs: int = 10,
+    val_images: int = 0,
+) -> list[dict[str, Any]]:
+    """Per ``eval_draws``: ORT fp32 and int8 ms of a 1x3xSxS inference (all graphs alternating,
+    ``threads``), the graph's val mIoU (eval_seed 0, as exported) and the val mIoU over
+    eval_seed 0..``seeds``-1 in PyTorch (mean, min, max: what another seed would give)."""
+    rows, fns = [], {}
+    x = np.random.default_rng(0).normal(size=(1, 3, size, size)).astype(np.float32)
+    with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
+        for k in draws:
+            options = {"model.decode_head.ham_cfg.eval_draws": k}
+            model = init_model(resolve(config), checkpoint, "cpu", cfg_options=options)
+            fp32, int8 = (osp.join(tmp, f"{p}{k}.onnx") for p in ("fp32", "int8"))
+            export_onnx(model, fp32, (size, size), dynamic=True)
+            batches = list(val_batches(model, val_images))
+            convert(fp32, int8, "int8", [b for b, _ in batches])
+            mious = [_eager_miou(model, batches, seed) for seed in range(seeds)]
+            classes = model.decode_head.num_classes
+            graph = val_miou(predictions(fp32, batches), batches, classes)
+            int8_miou = val_miou(predictions(int8, batches), batches, classes)
+            for p, f in (("fp32", fp32), ("int8", int8)):
+                session = onnx_session(f, threads)
+                fns[(k, p)] = lambda s=session: s.run(None, {"input": x})
+            rows.append(
+                dict(
+                    draws=k,
+                    miou=graph,
+                    miou_int8=int8_miou,
+                    miou_mean=statistics.mean(mious),
+                    miou_min=min(mious),
+                    miou_max=max(mious),
+                    seeds=seeds,
+                    val_images=len(batches),
+                    size=size,
+                    threads=threads,
+                    runs=runs,
+                )
+            )
+        saved = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        times = alternate(fns, torch.device("cpu"), runs)
+        torch.set_num_threads(saved)
+    for row in rows:
+        for p in ("fp32", "int8"):
+            row |= {f"{p}_{k}": v for k, v in _median_row(times[(row["draws"], p)]).items()}
     return rows
+
+
+def environment() -> dict[str, Any]:
+    """What a latency number depends on: the machine, its load average, ORT's version."""
+    import onnxruntime
+
+    return dict(machine(), load=os.getloadavg(), onnxruntime=onnxruntime.__version__)
