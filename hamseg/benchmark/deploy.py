@@ -19,7 +19,14 @@ import torch
 from hamseg.apis import init_model
 from hamseg.apis.export import SegmentorLogits, export_onnx, onnx_session, seed_hams
 from hamseg.apis.int8 import HAM_SCOPE
-from hamseg.apis.precision import compare, convert, predictions, val_batches, val_miou
+from hamseg.apis.precision import (
+    calibration_inputs,
+    compare,
+    convert,
+    predictions,
+    val_batches,
+    val_miou,
+)
 
 from .measure import alternate, machine
 from .models import HAM, resolve
@@ -40,11 +47,11 @@ def _median_row(times: Sequence[float]) -> dict[str, float]:
 
 
 def _calibration(model: torch.nn.Module, size: int, val_images: int, quality: bool) -> tuple:
-    """(val batches, calibration inputs): the val split's, or without it (``quality`` False)
-    none and two random normal 1x3xSxS inputs (enough to time a graph, not to judge it)."""
+    """(val batches, int8 calibration inputs): the val split and :func:`calibration_inputs`,
+    or without the data (``quality`` False) none and two random normal 1x3xSxS inputs (enough
+    to time a graph, not to judge it)."""
     if quality:
-        batches = list(val_batches(model, val_images))
-        return batches, [x for x, _ in batches]
+        return list(val_batches(model, val_images)), calibration_inputs(model)[0]
     rng = np.random.default_rng(0)
     return [], [rng.normal(size=(1, 3, size, size)).astype(np.float32) for _ in range(2)]
 
@@ -172,8 +179,8 @@ def draws_table(
             model = init_model(resolve(config), checkpoint, "cpu", cfg_options=options)
             fp32, int8 = (osp.join(tmp, f"{p}{k}.onnx") for p in ("fp32", "int8"))
             export_onnx(model, fp32, (size, size), dynamic=True)
-            batches = list(val_batches(model, val_images))
-            convert(fp32, int8, "int8", [b for b, _ in batches])
+            batches, calibration = _calibration(model, size, val_images, True)
+            convert(fp32, int8, "int8", calibration)
             mious = [_eager_miou(model, batches, seed) for seed in range(seeds)]
             classes = model.decode_head.num_classes
             graph = val_miou(predictions(fp32, batches), batches, classes)

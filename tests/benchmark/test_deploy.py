@@ -16,12 +16,14 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture
 def two_val_images(monkeypatch):
-    """Two (input, ground truth) pairs of 40x40 instead of the config's val split."""
+    """Two (input, ground truth) pairs of 40x40 instead of the config's val split, one of
+    them for calibration."""
     from hamseg.benchmark import deploy
 
     rng = np.random.default_rng(0)
     batches = [(rng.normal(size=(1, 3, 40, 40)).astype(np.float32), rng.integers(0, 7, (40, 40)))]
     monkeypatch.setattr(deploy, "val_batches", lambda model, n: batches * 2)
+    monkeypatch.setattr(deploy, "calibration_inputs", lambda model: ([batches[0][0]], "train"))
 
 
 def test_deploy_latency_rows_profile_and_table(monkeypatch, two_val_images):

@@ -5,6 +5,7 @@
         [--cfg-options KEY=VALUE ...] [--allow-config-mismatch]
         [--precision fp16 | --quantize int8|int8-dynamic] [--min-agreement 0.99]
         [--min-worst-agreement 0.95] [--max-miou-drop 0.5] [--val-images N]
+        [--calibration-images 16]
 
 Graph: preprocessed (N, 3, H, W) float32 -> logits (N, K, H, W). The fp32 graph is compared
 with PyTorch on random inputs (exit 1 above 1e-4 relative, the file removed); fp16/int8 files
@@ -39,7 +40,16 @@ from hamseg.apis.export import (  # noqa: E402
     verify_onnx,
 )
 from hamseg.apis.head_record import check_checkpoint  # noqa: E402
-from hamseg.apis.precision import Gates, check_gates, compare, convert, val_batches  # noqa: E402
+from hamseg.apis.precision import (  # noqa: E402
+    CALIBRATION_IMAGES,
+    Gates,
+    calibration_inputs,
+    check_gates,
+    compare,
+    convert,
+    fit,
+    val_batches,
+)
 from hamseg.cli import run_cli  # noqa: E402
 from hamseg.compat.package_lookup import config_file  # noqa: E402
 from hamseg.utils.config import merge_cfg_options  # noqa: E402
@@ -73,14 +83,20 @@ def parse_args() -> argparse.Namespace:
     lower.add_argument(
         "--quantize",
         choices=["int8", "int8-dynamic"],
-        help="int8: static, activation ranges calibrated on the config's val split (the "
-        "faster recipe, docs/deploy.md); int8-dynamic: ORT's quantize_dynamic (slower)",
+        help="int8: static, activation ranges calibrated on the config's train split (the "
+        "recipe of docs/deploy.md); int8-dynamic: ORT's quantize_dynamic (slower than fp32)",
     )
     gates = Gates()
     add("--min-agreement", type=float, default=gates.min_agreement, help="argmax, all pixels")
     add("--min-worst-agreement", type=float, default=gates.min_worst, help="of the worst image")
     add("--max-miou-drop", type=float, default=gates.max_miou_drop, help="val mIoU, points")
     add("--val-images", type=int, default=0, help="val images to check (0: all)")
+    add(
+        "--calibration-images",
+        type=int,
+        default=CALIBRATION_IMAGES,
+        help="int8: images spread over the train split (else val) for the activation ranges",
+    )
     return p.parse_args()
 
 
@@ -110,8 +126,14 @@ def main() -> None:
             print(f"error: {err}", file=sys.stderr)
             sys.exit(1)
     if target:
-        batches = list(val_batches(model, args.val_images))
-        convert(fp32, args.out, target, [x for x, _ in batches])
+        size = None if args.dynamic else shape  # a static graph: images resized to --shape
+        calibration = []
+        if target == "int8":
+            calibration, split = calibration_inputs(model, args.calibration_images)
+            calibration = [x for x, _ in fit([(x, x[0, 0]) for x in calibration], size)]
+            print(f"int8: activation ranges from {len(calibration)} images of the {split} split")
+        batches = fit(list(val_batches(model, args.val_images)), size)
+        convert(fp32, args.out, target, calibration)
         result = compare(fp32, args.out, target, batches)  # the file written, metadata and all
         print(result.line())
         gates = Gates(args.min_agreement, args.min_worst_agreement, args.max_miou_drop)
