@@ -44,19 +44,21 @@ def markdown(label: str, rows: list[dict]) -> str:
     lines = []
     for backend in dict.fromkeys(r["backend"] for r in rows):
         cells = [
-            f"{r['ms']:.1f} ({r['min_ms']:.1f}-{r['max_ms']:.1f}) | **{r['ratio']:.2f}x** | "
-            f"{r['ratio_ort']:.2f}x"
+            f"{r['ms']:.1f} ({r['min_ms']:.1f}-{r['max_ms']:.1f}) | {r['ratio']:.2f}x | "
+            f"{r['ratio_ort']:.2f}x | {r['cpu_ms']:.1f} | **{r['cpu_ratio_ort']:.2f}x**"
             for r in (by[backend, n] for n in threads)
         ]
         r = by[backend, threads[0]]
         miou = "n/a" if r["miou"] is None else f"{r['miou']:.2f}"
         quality = f"{_pct(r['agreement'])} ({_pct(r['worst'])}) | {miou}"
         lines.append(f"| {label} {r['size']} | {backend} | {' | '.join(cells)} | {quality} |")
-    head = " | ".join(f"ms, {n} thr (min-max) | / eager | / ORT fp32" for n in threads)
+    head = " | ".join(
+        f"ms, {n} thr (min-max) | / eager | / ORT fp32 | CPU ms | CPU / ORT fp32" for n in threads
+    )
     return "\n".join(
         [
             f"| model | backend | {head} | agreement (worst image) | val mIoU |",
-            "| --- " * (4 + 3 * len(threads)) + "|",
+            "| --- " * (4 + 5 * len(threads)) + "|",
             *lines,
         ]
     )
@@ -81,17 +83,21 @@ def draws_markdown(label: str, rows: list[dict]) -> str:
     """eval_draws -> ORT fp32/int8 ms and val mIoU (the graph's seed; over seeds in PyTorch)."""
     r0 = rows[0]
     lines = [
-        f"| {label} {r0['size']} | ORT fp32 ms, {r0['threads']} thr (min-max) | ORT int8 ms "
-        f"(min-max) | val mIoU, fp32 graph (eval_seed 0) | int8 graph | PyTorch, eval_seed "
-        f"0-{r0['seeds'] - 1}: mean (min-max) |",
+        f"| {label} {r0['size']} | ORT fp32 ms, {r0['threads']} thr (min-max), CPU ms | ORT "
+        f"int8 ms (min-max), CPU ms | val mIoU, fp32 graph (eval_seed 0) | int8 graph | "
+        f"PyTorch, eval_seed 0-{r0['seeds'] - 1}: mean (min-max) |",
         "| --- " * 6 + "|",
     ]
     for r in rows:
+        time = (
+            f"{r[f'{p}_ms']:.1f} ({r[f'{p}_min_ms']:.1f}-{r[f'{p}_max_ms']:.1f}), "
+            f"{r[f'{p}_cpu_ms']:.1f}"
+            for p in ("fp32", "int8")
+        )
         lines.append(
-            f"| eval_draws={r['draws']} | {r['fp32_ms']:.1f} ({r['fp32_min_ms']:.1f}-"
-            f"{r['fp32_max_ms']:.1f}) | {r['int8_ms']:.1f} ({r['int8_min_ms']:.1f}-"
-            f"{r['int8_max_ms']:.1f}) | {r['miou']:.2f} | {r['miou_int8']:.2f} | "
-            f"{r['miou_mean']:.2f} ({r['miou_min']:.2f}-{r['miou_max']:.2f}) |"
+            f"| eval_draws={r['draws']} | {' | '.join(time)} | {r['miou']:.2f} | "
+            f"{r['miou_int8']:.2f} | {r['miou_mean']:.2f} ({r['miou_min']:.2f}-"
+            f"{r['miou_max']:.2f}) |"
         )
     return "\n".join(lines)
 

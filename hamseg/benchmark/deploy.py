@@ -10,6 +10,7 @@ import os
 import os.path as osp
 import statistics
 import tempfile
+import time
 from collections.abc import Sequence
 from typing import Any, Optional
 
@@ -42,18 +43,37 @@ CASES = {
 BACKENDS = ("eager fp32", "ORT fp32", "ORT fp16", "ORT int8", "ORT int8-dynamic")
 
 
-def _median_row(times: Sequence[float]) -> dict[str, float]:
-    return dict(ms=1e3 * statistics.median(times), min_ms=1e3 * min(times), max_ms=1e3 * max(times))
+def _median_row(times: Sequence[float], cpu: Sequence[float]) -> dict[str, float]:
+    """Median, min and max ms of wall-clock ``times``; median ms of the ``cpu`` times."""
+    wall = dict(ms=statistics.median(times), min_ms=min(times), max_ms=max(times))
+    return {k: 1e3 * v for k, v in wall.items()} | dict(cpu_ms=1e3 * statistics.median(cpu))
+
+
+def alternate_cpu(fns: dict[str, Any], runs: int) -> dict[str, tuple[list, list]]:
+    """:func:`~.measure.alternate`'s wall-clock seconds and the process's CPU seconds of each
+    call (all its threads; at 1 thread the computation's own time, which other processes on a
+    loaded machine stretch far less than the wall clock)."""
+    cpu: dict[str, list[float]] = {name: [] for name in fns}
+
+    def timed(name: str, fn: Any) -> Any:
+        def call() -> None:
+            start = time.process_time()
+            fn()
+            cpu[name].append(time.process_time() - start)
+
+        return call
+
+    wall = alternate({name: timed(name, fn) for name, fn in fns.items()}, torch.device("cpu"), runs)
+    return {name: (wall[name], cpu[name][1:]) for name in fns}  # [1:]: the warm-up
 
 
 def _calibration(model: torch.nn.Module, size: int, val_images: int, quality: bool) -> tuple:
     """(val batches, int8 calibration inputs): the val split and :func:`calibration_inputs`,
-    or without the data (``quality`` False) none and two random normal 1x3xSxS inputs (enough
-    to time a graph, not to judge it)."""
+    or without the data (``quality`` False) none and one random normal 1x3xSxS input (enough to
+    time a graph, not to judge it; ORT's calibration holds every activation of every input)."""
     if quality:
         return list(val_batches(model, val_images)), calibration_inputs(model)[0]
-    rng = np.random.default_rng(0)
-    return [], [rng.normal(size=(1, 3, size, size)).astype(np.float32) for _ in range(2)]
+    return [], [np.random.default_rng(0).normal(size=(1, 3, size, size)).astype(np.float32)]
 
 
 def op_profile(path: str, x: np.ndarray, threads: int, runs: int = 3) -> list[dict[str, Any]]:
@@ -123,17 +143,19 @@ def latency(
             run = lambda s: lambda: s.run(None, {"input": x.numpy()})  # noqa: E731
             fns = {"eager fp32": lambda: exported(x)} if "eager fp32" in backends else {}
             fns |= {f"ORT {p}": run(onnx_session(f, n)) for p, f in files.items()}
-            times = alternate(fns, torch.device("cpu"), runs)
-            medians = {name: statistics.median(t) for name, t in times.items()}
-            for name, t in times.items():
+            times = alternate_cpu(fns, runs)
+            rows = {name: _median_row(*t) for name, t in times.items()}
+            eager, ort = rows.get("eager fp32", {}), rows["ORT fp32"]
+            for name, row in rows.items():
                 q = quality_of.get(name.split()[1])  # eager: the fp32 graph's (argmax equal)
                 result["rows"].append(
                     dict(
                         backend=name,
                         threads=n,
-                        **_median_row(t),
-                        ratio=medians[name] / medians.get("eager fp32", float("nan")),
-                        ratio_ort=medians[name] / medians["ORT fp32"],
+                        **row,
+                        ratio=row["ms"] / eager.get("ms", float("nan")),
+                        ratio_ort=row["ms"] / ort["ms"],
+                        cpu_ratio_ort=row["cpu_ms"] / ort["cpu_ms"],
                         runs=runs,
                         size=size,
                         agreement=q and q.agreement,
@@ -187,7 +209,7 @@ def draws_table(
             int8_miou = val_miou(predictions(int8, batches), batches, classes)
             for p, f in (("fp32", fp32), ("int8", int8)):
                 session = onnx_session(f, threads)
-                fns[(k, p)] = lambda s=session: s.run(None, {"input": x})
+                fns[f"{p} {k}"] = lambda s=session: s.run(None, {"input": x})
             rows.append(
                 dict(
                     draws=k,
@@ -205,11 +227,11 @@ def draws_table(
             )
         saved = torch.get_num_threads()
         torch.set_num_threads(threads)
-        times = alternate(fns, torch.device("cpu"), runs)
+        times = alternate_cpu(fns, runs)
         torch.set_num_threads(saved)
     for row in rows:
         for p in ("fp32", "int8"):
-            row |= {f"{p}_{k}": v for k, v in _median_row(times[(row["draws"], p)]).items()}
+            row |= {f"{p}_{k}": v for k, v in _median_row(*times[f"{p} {row['draws']}"]).items()}
     return rows
 
 

@@ -54,6 +54,8 @@ def test_deploy_latency_rows_profile_and_table(monkeypatch, two_val_images):
         assert r["min_ms"] <= r["ms"] <= r["max_ms"] and r["runs"] == 2 and r["val_images"] == 2
         assert r["ratio"] == pytest.approx(r["ms"] / eager[r["threads"]])
         assert r["ratio_ort"] == pytest.approx(r["ms"] / ort[r["threads"]]["ms"])
+        assert r["cpu_ratio_ort"] == pytest.approx(r["cpu_ms"] / ort[r["threads"]]["cpu_ms"])
+        assert 0 < r["cpu_ms"] <= 1.5 * r["max_ms"]  # the process's CPU time of a call
         assert 0 <= r["worst"] <= r["agreement"] <= 1
     assert rows[1]["agreement"] == 1.0 and rows[0]["miou"] == rows[1]["miou"]
     profiles = result["profiles"]
@@ -65,7 +67,9 @@ def test_deploy_latency_rows_profile_and_table(monkeypatch, two_val_images):
     assert "QLinearConv" in {o["op"] for o in profiles["int8"]}
     tool = runpy.run_path(f"{REPO}/tools/benchmark_deploy.py")
     table = tool["markdown"]("demo", rows).splitlines()
-    assert table[0].startswith("| model | backend | ms, 1 thr (min-max) | / eager | / ORT fp32 |")
+    assert table[0].startswith(
+        "| model | backend | ms, 1 thr (min-max) | / eager | / ORT fp32 | CPU ms | CPU / ORT fp32 |"
+    )
     assert len(table) == 2 + 5 and table[3].startswith("| demo 40 | ORT fp32 | ")
     profile = tool["profile_markdown"]("demo", profiles).splitlines()
     assert profile[2].startswith("| ORT fp32 | all kernels | ")
@@ -92,6 +96,6 @@ def test_the_draws_table_times_every_graph_and_spans_the_seeds(two_val_images):
         assert r["miou_min"] <= r["miou"] <= r["miou_max"]  # the graph is eval_seed 0's model
         assert r["miou_min"] <= r["miou_mean"] <= r["miou_max"]
         for p in ("fp32", "int8"):
-            assert r[f"{p}_min_ms"] <= r[f"{p}_ms"] <= r[f"{p}_max_ms"]
+            assert r[f"{p}_min_ms"] <= r[f"{p}_ms"] <= r[f"{p}_max_ms"] and r[f"{p}_cpu_ms"] > 0
     table = runpy.run_path(f"{REPO}/tools/benchmark_deploy.py")["draws_markdown"]("demo", rows)
     assert table.splitlines()[2].startswith("| eval_draws=1 | ")
