@@ -65,8 +65,10 @@ def markdown(label: str, rows: list[dict]) -> str:
 
 
 def profile_markdown(label: str, profiles: dict[str, list[dict]], top: int = 8) -> str:
-    """The ``top`` operator types of each profiled graph (ms per run, nodes, share)."""
-    lines = [f"| {label} | operator | ms per run | nodes | share |", "| --- " * 5 + "|"]
+    """The ``top`` operator types of each profiled graph (ms: each node's fastest run, summed;
+    nodes; share)."""
+    head = f"| {label} | operator | ms (each node's fastest run) | nodes | share |"
+    lines = [head, "| --- " * 5 + "|"]
     for graph, ops in profiles.items():
         total = sum(o["ms"] for o in ops)
         lines.append(
