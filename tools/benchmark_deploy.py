@@ -4,7 +4,8 @@ trade-off; docs/deploy.md records one::
 
     python tools/benchmark_deploy.py [--models demo segnext hamnet] [--demo-checkpoint C]
         [--segnext-checkpoint C] [--runs 10] [--threads 1 2] [--backends ...]
-        [--profile-runs 3] [--draws 1 4 12] [--draw-seeds 10] [--out FILE.md] [--out-dir DIR]
+        [--profile-runs 3] [--draws 1 4 12] [--draw-seeds 10] [--recipes NAME ...]
+        [--out FILE.md] [--out-dir DIR]
 
 hamnet (configs/ham_voc.py's network at 513x513) runs with random weights and has no val split
 here: latency and profile only.
@@ -24,9 +25,11 @@ from hamseg.apis.export import require_deploy  # noqa: E402
 from hamseg.benchmark.deploy import (  # noqa: E402
     BACKENDS,
     CASES,
+    RECIPES,
     draws_table,
     environment,
     latency,
+    recipe_table,
 )
 from hamseg.benchmark.measure import write_report  # noqa: E402
 from hamseg.cli import run_cli  # noqa: E402
@@ -104,6 +107,24 @@ def draws_markdown(label: str, rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def recipes_markdown(label: str, rows: list[dict]) -> str:
+    """int8 recipe -> ms, CPU ms and their ratios to ORT fp32, agreement, val mIoU."""
+    r0 = rows[0]
+    lines = [
+        f"| {label} {r0['size']}, {r0['threads']} thr | ms (min-max) | / ORT fp32 | CPU ms | "
+        "CPU / ORT fp32 | agreement (worst image) | val mIoU |",
+        "| --- " * 7 + "|",
+    ]
+    for r in rows:
+        miou = "n/a" if r["miou"] is None else f"{r['miou']:.2f}"
+        lines.append(
+            f"| {r['recipe']} | {r['ms']:.1f} ({r['min_ms']:.1f}-{r['max_ms']:.1f}) | "
+            f"{r['ratio_ort']:.2f}x | {r['cpu_ms']:.1f} | **{r['cpu_ratio_ort']:.2f}x** | "
+            f"{_pct(r['agreement'])} ({_pct(r['worst'])}) | {miou} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     add = p.add_argument
@@ -117,12 +138,13 @@ def main() -> None:
     add("--profile-runs", type=int, default=0, help="ORT's per-op profile of fp32 and int8")
     add("--draws", type=int, nargs="*", default=[], help="eval_draws table (demo, segnext)")
     add("--draw-seeds", type=int, default=10, help="eval_seeds per draws row (PyTorch)")
+    add("--recipes", nargs="*", choices=list(RECIPES), default=[], help="int8 variants table")
     add("--out", help="also write the tables to this markdown file")
     add("--out-dir", help="also write deploy.md and deploy.json (every number) here")
     args = p.parse_args()
     require_deploy()
     checkpoints = dict(demo=args.demo_checkpoint, segnext=args.segnext_checkpoint)
-    tables, profiles, draws, result = [], [], [], dict(rows={}, profiles={}, draws={})
+    tables, extra, result = [], [], dict(rows={}, profiles={}, draws={}, recipes={})
     for name in args.models:
         label, config, size, quality = CASES[name]
         measured = latency(
@@ -140,8 +162,8 @@ def main() -> None:
         tables.append(markdown(label, measured["rows"]))
         print(tables[-1], flush=True)
         if measured["profiles"]:
-            profiles.append(profile_markdown(label, measured["profiles"]))
-            print(profiles[-1], flush=True)
+            extra.append(profile_markdown(label, measured["profiles"]))
+            print(extra[-1], flush=True)
         if args.draws and quality:
             rows = draws_table(
                 config,
@@ -154,11 +176,25 @@ def main() -> None:
                 args.val_images,
             )
             result["draws"][label] = rows
-            draws.append(draws_markdown(label, rows))
-            print(draws[-1], flush=True)
+            extra.append(draws_markdown(label, rows))
+            print(extra[-1], flush=True)
+        if args.recipes:
+            rows = recipe_table(
+                config,
+                size,
+                checkpoints.get(name),
+                args.recipes,
+                args.threads[0],
+                args.runs,
+                args.val_images,
+                quality,
+            )
+            result["recipes"][label] = rows
+            extra.append(recipes_markdown(label, rows))
+            print(extra[-1], flush=True)
     result["environment"] = environment()
     text = "\n".join([tables[0], *(t.split("\n", 2)[2] for t in tables[1:])]) + "\n"
-    text += "".join(f"\n{t}\n" for t in profiles + draws)
+    text += "".join(f"\n{t}\n" for t in extra)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(text)

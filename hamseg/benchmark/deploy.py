@@ -19,7 +19,7 @@ import torch
 
 from hamseg.apis import init_model
 from hamseg.apis.export import SegmentorLogits, export_onnx, onnx_session, seed_hams
-from hamseg.apis.int8 import HAM_SCOPE
+from hamseg.apis.int8 import HAM_SCOPE, Recipe, quantize_int8
 from hamseg.apis.precision import (
     calibration_inputs,
     compare,
@@ -41,6 +41,17 @@ CASES = {
     "hamnet": ("HamNet R101-D8 (HamHead)", HAM, 513, False),
 }
 BACKENDS = ("eager fp32", "ORT fp32", "ORT fp16", "ORT int8", "ORT int8-dynamic")
+#: --recipes: the shipped int8 recipe and one change of it each (docs/reports/).
+RECIPES = {
+    "shipped": Recipe(),
+    "QDQ format": Recipe(qdq=True),
+    "int8 activations": Recipe(activations="int8"),
+    "per-tensor weights": Recipe(per_channel=False),
+    "GELU not fused": Recipe(fuse_gelu=False),
+    "depthwise > 3x3 in float": Recipe(depthwise=9),
+    "depthwise in float": Recipe(depthwise=0),
+    "Conv only": Recipe(op_types=("Conv",)),
+}
 
 
 def _median_row(times: Sequence[float], cpu: Sequence[float]) -> dict[str, float]:
@@ -174,6 +185,58 @@ def latency(
             if p in files:
                 result["profiles"][p] = op_profile(files[p], x.numpy(), threads[0], profile_runs)
     return result
+
+
+def recipe_table(
+    config: str,
+    size: int,
+    checkpoint: Optional[str],
+    recipes: Sequence[str] = tuple(RECIPES),
+    threads: int = 1,
+    runs: int = 10,
+    val_images: int = 0,
+    quality: bool = True,
+) -> list[dict[str, Any]]:
+    """Per :data:`RECIPES` entry: the int8 graph's ms and CPU ms of a 1x3xSxS inference,
+    alternating with ORT fp32 and every other recipe (``threads``), the ratios to ORT fp32 and
+    (with ``quality``) agreement with fp32 and val mIoU."""
+    model = init_model(resolve(config), checkpoint, "cpu")
+    x = np.random.default_rng(0).normal(size=(1, 3, size, size)).astype(np.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {"ORT fp32": osp.join(tmp, "fp32.onnx")}
+        export_onnx(model, files["ORT fp32"], (size, size), dynamic=True)
+        batches, calibration = _calibration(model, size, val_images, quality)
+        for i, name in enumerate(recipes):
+            files[name] = osp.join(tmp, f"{i}.onnx")
+            quantize_int8(files["ORT fp32"], files[name], calibration, RECIPES[name])
+        reference = predictions(files["ORT fp32"], batches) if batches else None
+        fns = {}
+        for name, f in files.items():
+            session = onnx_session(f, threads)
+            fns[name] = lambda s=session: s.run(None, {"input": x})
+        saved = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        times = alternate_cpu(fns, runs)
+        torch.set_num_threads(saved)
+        rows = {name: _median_row(*t) for name, t in times.items()}
+        out = []
+        for name, row in rows.items():
+            q = compare(reference, files[name], name, batches) if batches else None
+            out.append(
+                dict(
+                    recipe=name,
+                    **row,
+                    ratio_ort=row["ms"] / rows["ORT fp32"]["ms"],
+                    cpu_ratio_ort=row["cpu_ms"] / rows["ORT fp32"]["cpu_ms"],
+                    agreement=q and q.agreement,
+                    worst=q and q.worst,
+                    miou=q and q.miou,
+                    size=size,
+                    threads=threads,
+                    runs=runs,
+                )
+            )
+    return out
 
 
 def _eager_miou(model: torch.nn.Module, batches: list, seed: int) -> float:

@@ -99,3 +99,16 @@ def test_the_draws_table_times_every_graph_and_spans_the_seeds(two_val_images):
             assert r[f"{p}_min_ms"] <= r[f"{p}_ms"] <= r[f"{p}_max_ms"] and r[f"{p}_cpu_ms"] > 0
     table = runpy.run_path(f"{REPO}/tools/benchmark_deploy.py")["draws_markdown"]("demo", rows)
     assert table.splitlines()[2].startswith("| eval_draws=1 | ")
+
+
+def test_the_recipe_table_times_each_int8_variant_against_ort_fp32(two_val_images):
+    from hamseg.benchmark import deploy
+
+    rows = deploy.recipe_table(deploy.DEMO, 40, None, ["shipped", "QDQ format"], runs=2)
+    assert [r["recipe"] for r in rows] == ["ORT fp32", "shipped", "QDQ format"]
+    assert rows[0]["ratio_ort"] == rows[0]["cpu_ratio_ort"] == 1 and rows[0]["agreement"] == 1
+    for r in rows:
+        assert r["min_ms"] <= r["ms"] <= r["max_ms"] and r["cpu_ms"] > 0
+        assert 0 <= r["worst"] <= r["agreement"] <= 1 and 0 <= r["miou"] <= 100
+    table = runpy.run_path(f"{REPO}/tools/benchmark_deploy.py")["recipes_markdown"]("demo", rows)
+    assert table.splitlines()[3].startswith("| shipped | ")
