@@ -35,6 +35,10 @@ from hamseg.benchmark.measure import write_report  # noqa: E402
 from hamseg.cli import run_cli  # noqa: E402
 
 
+def _times(v: object) -> str:
+    return "n/a" if v is None else f"{v:.2f}x"
+
+
 def _pct(v: object) -> str:
     return "n/a" if v is None else f"{100 * v:.2f}%"
 
@@ -47,7 +51,7 @@ def markdown(label: str, rows: list[dict]) -> str:
     lines = []
     for backend in dict.fromkeys(r["backend"] for r in rows):
         cells = [
-            f"{r['ms']:.1f} ({r['min_ms']:.1f}-{r['max_ms']:.1f}) | {r['ratio']:.2f}x | "
+            f"{r['ms']:.1f} ({r['min_ms']:.1f}-{r['max_ms']:.1f}) | {_times(r['ratio'])} | "
             f"{r['ratio_ort']:.2f}x | {r['cpu_ms']:.1f} | **{r['cpu_ratio_ort']:.2f}x**"
             for r in (by[backend, n] for n in threads)
         ]

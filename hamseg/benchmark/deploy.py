@@ -169,7 +169,7 @@ def latency(
                         backend=name,
                         threads=n,
                         **row,
-                        ratio=row["ms"] / eager.get("ms", float("nan")),
+                        ratio=row["ms"] / eager["ms"] if eager else None,
                         ratio_ort=row["ms"] / ort["ms"],
                         cpu_ratio_ort=row["cpu_ms"] / ort["cpu_ms"],
                         runs=runs,
