@@ -20,6 +20,7 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 # isort: split
 from hamseg.apis import init_model  # noqa: E402
 from hamseg.apis.export import use_onnxruntime  # noqa: E402
+from hamseg.apis.head_record import check_checkpoint  # noqa: E402
 from hamseg.apis.images import gather_inputs, segment_images  # noqa: E402
 from hamseg.cli import CLIError, run_cli  # noqa: E402
 from hamseg.utils.errors import require_file  # noqa: E402
@@ -69,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {message}; skipped", file=sys.stderr)
     model = init_model(args.config, args.checkpoint, args.device)  # no checkpoint: no weights
     if args.backend == "onnxruntime":
+        if args.checkpoint and args.config:
+            check_checkpoint(model.cfg, args.checkpoint, "pass the config it was trained with")
         names_from = ("checkpoint", args.checkpoint) if args.checkpoint else ("config", args.config)
         model = use_onnxruntime(model, args.model, names_from=names_from)
     root = args.inputs[0] if len(args.inputs) == 1 and osp.isdir(args.inputs[0]) else None

@@ -6,9 +6,11 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import linecache
 import os
 import sys
 import tempfile
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -18,18 +20,41 @@ import torch
 from mmseg.models.decode_heads.ham_head import Matrix_Decomposition_2D_Base
 from torch import Tensor, nn
 
-from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.models.decompositions import MatrixDecomposition2D
 from hamseg.utils.errors import UsageError, require_file
 from hamseg.utils.messages import first_items, one_line
 from hamseg.version import __version__
 
+from .head_record import HeadRecord, differences, of_head
 from .inference import class_info
 
 TOLERANCE = 1e-4  #: relative logit difference above which --verify fails
 #: ONNX operators that draw random numbers: a graph with one computes something else every run.
 RANDOM_OPS = set("Bernoulli Multinomial RandomNormal RandomNormalLike RandomUniform".split())
 RANDOM_OPS |= {"RandomUniformLike"}
+#: The lowest opset that expresses every segmentor: mmseg resizes the logits (and SegNeXt's head
+#: its levels) bilinearly with half-pixel centres, ONNX's Resize has them from opset 11; below
+#: it torch writes an Upsample/Resize that computes something else (the demo model's argmax
+#: agreed with PyTorch on 68% of pixels at opsets 9 and 10).
+MIN_OPSET = 11
+#: What torch's exporter warns when an operator it writes may not compute what PyTorch does.
+MAY_NOT_MATCH = "might cause results to not match"
+#: Checks on shapes that are constants of every trace, by their source line: the ham's channel
+#: split, D and the seeded dictionaries' cache key (hamseg/models/decompositions.py), PolyNL's
+#: channel check (hamseg/models/poly_nl.py), torch's
+#: "more than one value per channel" check of a norm (torch/nn/functional.py, SegNeXt's
+#: GroupNorm), and the sizes mmseg's resize reads only to decide whether to warn about
+#: align_corners (mmseg/models/utils/wrappers.py, HamNet). Their TracerWarnings are not printed;
+#: any other TracerWarning is.
+EXPECTED_CONSTANTS = (
+    "if C % self.S:",
+    "X.shape[1] != self.D",
+    "cached[0] != key",
+    "x.shape[1] != self.in_channels",
+    "if size_prods == 1:",
+    "input_h, input_w = tuple(int(x) for x in input.shape[2:])",
+    "output_h, output_w = tuple(int(x) for x in size)",
+)
 
 
 class ExportError(UsageError):
@@ -57,13 +82,21 @@ def check_export_options(shape: Sequence[int], opset: int) -> None:
             f"--opset {opset}: torch {torch.__version__.split('+')[0]}'s ONNX exporter "
             f"supports opsets {low} to {high}; use one of them (the default is 17)"
         )
+    if opset < MIN_OPSET:
+        raise ExportError(
+            f"--opset {opset}: ONNX cannot express mmseg's bilinear resize (half-pixel "
+            f"centres) below opset {MIN_OPSET}, so the graph would compute something else; use "
+            f"{MIN_OPSET} to {high} (the default is 17)"
+        )
 
 
 def require_deploy() -> None:
     """Raise one line naming the extra if onnx or onnxruntime is not installed."""
     if missing := [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]:
-        raise UsageError(f"{' and '.join(missing)} not installed: pip install 'hamseg[deploy]' "
-                         "(or pip install onnx onnxruntime onnxscript)")  # fmt: skip
+        raise UsageError(
+            f"{' and '.join(missing)} not installed: pip install 'hamseg[deploy]' (or pip "
+            "install onnx onnxruntime onnxscript)"
+        )
 
 
 class SegmentorLogits(nn.Module):
@@ -87,50 +120,48 @@ def deploy_metadata(segmentor: nn.Module, seed: int = 0, bake: bool = False) -> 
     """The ``hamseg`` metadata_prop of an export (JSON): what a runner does before the graph,
     mmseg's data preprocessor (mean, std in RGB order if ``bgr_to_rgb``; test-time pad
     ``size``/``size_divisor`` with ``pad_val``) and the test pipeline's ``Resize`` as mmseg's
-    ``inference_model`` runs it (``scale``, ``keep_ratio``); classes, palette, hams."""
+    ``inference_model`` runs it (``scale``, ``keep_ratio``); classes, palette; the decode
+    head's type and its ham's settings as built (:func:`~.head_record.ham_settings`)."""
     cfg, (classes, palette) = segmentor.cfg, class_info(segmentor)
-    head = cfg.model.get("decode_head", {})
-    ham = dict(head.get("ham_cfg") or head.get("ham_kwargs") or {}, eval_seed=seed)
+    record = of_head(segmentor.decode_head, "")
     pre = cfg.model.get("data_preprocessor", {})
     pipeline = cfg.get("test_pipeline") or cfg.get("test_dataloader", {}).get("dataset", {})
     pipeline = pipeline if isinstance(pipeline, list) else pipeline.get("pipeline", [])
     resize = next((dict(t) for t in pipeline if "Resize" in str(t.get("type"))), None)
     pad = dict(pre.get("test_cfg") or {})
     return dict(
-        mean=[float(v) for v in pre.get("mean", (0, 0, 0))], std=[float(v) for v in pre.get(
-        "std", (1, 1, 1))], bgr_to_rgb=bool(pre.get("bgr_to_rgb", False)), pad_val=float(pre.get(
-        "pad_val", 0)), pad=dict(size=pad.get("size"), size_divisor=pad.get("size_divisor")),
+        mean=[float(v) for v in pre.get("mean", (0, 0, 0))],
+        std=[float(v) for v in pre.get("std", (1, 1, 1))],
+        bgr_to_rgb=bool(pre.get("bgr_to_rgb", False)),
+        pad_val=float(pre.get("pad_val", 0)),
+        pad=dict(size=pad.get("size"), size_divisor=pad.get("size_divisor")),
         resize=resize and dict(scale=resize.get("scale"), keep_ratio=resize.get("keep_ratio")),
-        input="bgr 0-255" if bake else "normalised", classes=classes, palette=palette, ham=ham,
+        input="bgr 0-255" if bake else "normalised",
+        classes=classes,
+        palette=palette,
+        head=record.head,
+        ham=dict(record.ham, eval_seed=seed) if record.ham else None,
         hamseg_version=__version__,
-    )  # fmt: skip
+    )
 
 
-def check_ham_config(cfg: Any, checkpoint: str) -> None:
-    """Raise one line if ``checkpoint``'s training config (meta['cfg']) names other ham settings
-    than ``cfg`` (``eval_*`` and keys only one names are not compared)."""
-    from mmengine.config import Config
-
-    if not (stored := load_checkpoint_file(checkpoint).get("meta", {}).get("cfg")):
-        return
-    hams = lambda c: {k: dict(v.get("ham_cfg") or v.get("ham_kwargs") or {})  # noqa: E731
-                      for k, v in c.model.items() if isinstance(v, dict)}  # fmt: skip
-    trained, wanted = hams(Config.fromstring(stored, ".py")), hams(cfg)
-    for head in sorted(set(trained) & set(wanted)):
-        a, b = trained[head], wanted[head]
-        keys = [k for k in sorted(set(a) & set(b)) if a[k] != b[k] and not k.startswith("eval_")]
-        have, want = (", ".join(f"{k}={d[k]!r}" for k in keys) for d in (a, b))
-        if keys:
-            raise ExportError(f"{checkpoint} was trained with {head} ham {have} but the config "
-                              f"has {want}: export with the config it was trained with, or pass "
-                              "--allow-config-mismatch to export anyway")  # fmt: skip
+def of_metadata(info: dict, source: str) -> HeadRecord:
+    """The head record in a graph's ``hamseg`` metadata (a graph written before 0.2 records no
+    head, and its ``ham`` as configured: only its class names are compared)."""
+    names = tuple(info["classes"]) if info.get("classes") else None
+    if "head" not in info:
+        return HeadRecord(names=names, source=source)
+    ham = info.get("ham") or {}
+    return HeadRecord(info["head"], ham, len(names) if names else None, names, source)
 
 
 @contextlib.contextmanager
 def _captured_output() -> Any:
-    """Send fd 1/2 (torch's IR dumps, tracer warnings) to a file; yields [its text] after."""
-    text: list[str] = []
-    with tempfile.TemporaryFile("w+") as tmp:
+    """Send fd 1/2 (torch's IR dumps) to a file and record Python's warnings; yields [its text,
+    the warnings] after."""
+    text: list[Any] = []
+    with tempfile.TemporaryFile("w+") as tmp, warnings.catch_warnings(record=True) as caught:
+        warnings.filterwarnings("always", message=f".*{MAY_NOT_MATCH}")
         sys.stdout.flush(), sys.stderr.flush()
         saved = [os.dup(1), os.dup(2)]
         os.dup2(tmp.fileno(), 1), os.dup2(tmp.fileno(), 2)
@@ -141,7 +172,15 @@ def _captured_output() -> Any:
             for fd, copy in zip((1, 2), saved):
                 os.dup2(copy, fd), os.close(copy)
             tmp.seek(0)
-            text.append(tmp.read())
+            text += [tmp.read(), list(caught)]
+
+
+def _expected(warning: warnings.WarningMessage) -> bool:
+    """Whether ``warning`` is a TracerWarning of one of :data:`EXPECTED_CONSTANTS`."""
+    if warning.category is not torch.jit.TracerWarning:
+        return False
+    line = linecache.getline(warning.filename, warning.lineno)
+    return any(source in line for source in EXPECTED_CONSTANTS)
 
 
 def finish_graph(path: str, classes: int, metadata: dict[str, str]) -> None:
@@ -203,16 +242,24 @@ def random_operators(path: str) -> dict[str, str]:
 
 
 def export_onnx(
-    segmentor: nn.Module, out: str, shape: tuple[int, int], dynamic: bool = False, opset: int = 17,
-    seed: int = 0, batch: int = 1, bake: bool = False,
-) -> SegmentorLogits:  # fmt: skip
+    segmentor: nn.Module,
+    out: str,
+    shape: tuple[int, int],
+    dynamic: bool = False,
+    opset: int = 17,
+    seed: int = 0,
+    batch: int = 1,
+    bake: bool = False,
+) -> SegmentorLogits:
     """Export a CPU segmentor to ``out`` (TorchScript exporter) on a (``batch``, 3, *``shape``)
     example, N/H/W dynamic if ``dynamic`` (K static), hams seeded, :func:`deploy_metadata`, the
-    normalisation in the graph if ``bake``; returns the exported module.
+    normalisation in the graph if ``bake``; returns the exported module. TracerWarnings of
+    :data:`EXPECTED_CONSTANTS` are not printed.
 
     Raises:
         ExportError: Bad options, an unsupported ham or shape, an operator missing at
-            ``opset``, or a graph with a random operator (``out`` is then removed).
+            ``opset``, an operator torch says may not match PyTorch, or a graph with a random
+            operator (``out`` is then removed).
     """
     require_deploy()
     check_export_options(shape, opset)
@@ -232,10 +279,15 @@ def export_onnx(
     try:
         with torch.no_grad(), _captured_output() as printed:
             torch.onnx.export(
-                model, (example,), out, dynamo=False, opset_version=opset, input_names=["input"],
-                output_names=["logits"], dynamic_axes=axes if dynamic else None,
-            )  # fmt: skip
-        sys.stderr.write(printed[0])  # warnings of a successful export; none of a failed one
+                model,
+                (example,),
+                out,
+                dynamo=False,
+                opset_version=opset,
+                input_names=["input"],
+                output_names=["logits"],
+                dynamic_axes=axes if dynamic else None,
+            )
     except torch.onnx.errors.OnnxExporterError as err:  # e.g. an operator missing at this opset
         if not existed and os.path.exists(out):
             os.remove(out)
@@ -246,6 +298,17 @@ def export_onnx(
             f"--opset {opset}: the ONNX exporter cannot record this model at opset {opset}: "
             f"{reason[:300]} (torch's exporter supports opsets {low} to {high}{higher})"
         ) from None
+    output, caught = printed
+    if mismatch := next((w for w in caught if MAY_NOT_MATCH in str(w.message)), None):
+        os.remove(out)
+        raise ExportError(
+            f"--opset {opset}: torch's exporter says the graph may not compute what PyTorch "
+            f"does ({one_line(mismatch.message, 200)}); the file was removed: use a higher "
+            f"opset, up to {opset_range()[1]}"
+        )
+    sys.stderr.write(output)  # what torch printed for a successful export
+    for w in (w for w in caught if not _expected(w)):
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if found := random_operators(out):
         os.remove(out)
         ops = ", ".join(f"{op} (at {node})" for op, node in found.items())
@@ -256,6 +319,10 @@ def export_onnx(
         )
     finish_graph(out, classes, {"hamseg": json.dumps(deploy_metadata(segmentor, seed, bake))})
     return model
+
+
+class VerificationFailed(Exception):
+    """ONNX Runtime's logits differ from PyTorch's; the file was removed (exit code 1)."""
 
 
 @dataclass(frozen=True)
@@ -272,9 +339,31 @@ class Verification:
         return self.max_rel <= TOLERANCE
 
     def line(self) -> str:
-        return (f"{'x'.join(map(str, self.shape))}: max |diff| {self.max_abs:.3g}, relative "
-                f"{self.max_rel:.3g}, argmax agreement {100 * self.argmax_agreement:.3f}%"
-                f" -> {'ok' if self.ok else f'FAILED (> {TOLERANCE:g})'}")  # fmt: skip
+        verdict = "ok" if self.ok else f"FAILED (> {TOLERANCE:g})"
+        return (
+            f"{'x'.join(map(str, self.shape))}: max |diff| {self.max_abs:.3g}, relative "
+            f"{self.max_rel:.3g}, argmax agreement {100 * self.argmax_agreement:.3f}% -> {verdict}"
+        )
+
+
+def verification_shapes(shape: Sequence[int], dynamic: bool) -> list[tuple[int, int, int, int]]:
+    """The inputs :func:`verify_onnx` checks: one of the export's size; with ``dynamic`` also a
+    batch of 2 at a second size."""
+    h, w = shape
+    return [(1, 3, h, w)] + [(2, 3, h + 32, w - 16 if w > 48 else w + 16)] * dynamic
+
+
+def reject_failed(checks: Sequence[Verification], path: str) -> None:
+    """Remove ``path`` and raise :class:`VerificationFailed` if a check failed."""
+    if failed := [c for c in checks if not c.ok]:
+        os.remove(path)
+        worst = max(failed, key=lambda c: c.max_rel)
+        raise VerificationFailed(
+            f"{path}: ONNX Runtime's logits differ from PyTorch's by relative {worst.max_rel:.3g}"
+            f" (> {TOLERANCE:g}; argmax agreement {100 * worst.argmax_agreement:.3f}% at "
+            f"{'x'.join(map(str, worst.shape))}); the file was removed. Export at another "
+            "--opset, or report the config: the graph computes something else"
+        )
 
 
 def onnx_session(path: str, threads: int = 0) -> Any:
@@ -306,16 +395,19 @@ def verify_onnx(
 
 
 def use_onnxruntime(
-    segmentor: nn.Module, onnx_file: str, threads: int = 0,
+    segmentor: nn.Module,
+    onnx_file: str,
+    threads: int = 0,
     names_from: Optional[tuple[str, str]] = None,
-) -> nn.Module:  # fmt: skip
+) -> nn.Module:
     """Make ``segmentor`` compute ``encode_decode`` with ONNX Runtime (in place; returned); the
     rest stays mmseg's. The graph's class count must be the segmentor's (checked from its shape,
-    else at each run; ``names_from``: (kind, file) for the message).
+    else at each run), and the head its metadata records (:func:`of_metadata`: head type, ham
+    settings, class names) the segmentor's; ``names_from``: (kind, file) for the messages.
 
     Raises:
-        UsageError: A missing or unloadable or baked file, another class count, or an input
-            size the graph does not take.
+        UsageError: A missing or unloadable or baked file, another class count or head, or an
+            input size the graph does not take.
     """
     require_file(onnx_file, "ONNX model")
     try:
@@ -335,24 +427,35 @@ def use_onnxruntime(
             "tools/deploy/onnx_runner.py, or export without --bake-preprocess for this backend"
         )
     if len(inputs) != 1:
-        raise UsageError(f"{onnx_file}: the graph takes {len(inputs)} inputs, not the one image "
-                         "tensor of tools/deploy/export_onnx.py")  # fmt: skip
+        raise UsageError(
+            f"{onnx_file}: the graph takes {len(inputs)} inputs, not the one image tensor of "
+            "tools/deploy/export_onnx.py"
+        )
     (graph_input,) = inputs
     logits_at = next((i for i, o in enumerate(outputs) if o.name == "logits"), 0)
     classes, _ = class_info(segmentor)
     kind, path = names_from or ("model", "")
+    named = f"{kind} {path}" if path else kind
+    fix = (
+        f"export the model of this {kind} (tools/deploy/export_onnx.py), or pass the {kind} "
+        f"{onnx_file} was exported from"
+    )
 
     def check_classes(channels: Any) -> None:
         if channels != len(classes):
             raise UsageError(
-                f"{onnx_file} gives {channels} classes but the {kind}{' ' + path if path else ''}"
-                f" names {len(classes)} ({first_items(classes, 8)}): export the model of this "
-                f"{kind} (tools/deploy/export_onnx.py), or pass the {kind} {onnx_file} was "
-                "exported from"
+                f"{onnx_file} gives {channels} classes but the {named} names {len(classes)} "
+                f"({first_items(classes, 8)}): {fix}"
             )
 
     if len(shape := outputs[logits_at].shape if outputs else []) > 1 and isinstance(shape[1], int):
         check_classes(shape[1])
+    graph = of_metadata(info, onnx_file)
+    if found := differences(graph, of_head(segmentor.decode_head, named, classes)):
+        raise UsageError(
+            f"{onnx_file} was exported from decode_head {found[0]} but the {named} has "
+            f"{found[1]}: {fix}"
+        )
 
     def encode_decode(inputs: Tensor, batch_img_metas: Any = None) -> Tensor:
         array = inputs.detach().cpu().numpy().astype(np.float32)

@@ -22,6 +22,7 @@ from hamseg.apis.export import (
 )
 from tests.conftest import REPO
 from tests.helpers import (
+    DEMO_FCN,
     make_checkpoint,
     one_thread,  # noqa: F401  (fixture)
 )
@@ -156,8 +157,9 @@ def test_random_operators_are_found_in_subgraphs(tmp_path):
     assert random_operators(path) == {"Bernoulli": "outer", "RandomNormalLike": "inner_noise"}
 
 
-def test_verify_failure_prints_the_numbers_and_exits_non_zero(tmp_path):
-    """The graph exported with seed 0 against PyTorch evaluating seed 1: a real mismatch."""
+def test_verify_failure_prints_the_numbers_removes_the_file_and_exits_1(tmp_path):
+    """The graph exported with seed 0 against PyTorch evaluating seed 1: a real mismatch,
+    caught by the default verification; nothing is left on disk."""
     ckpt = make_checkpoint(str(tmp_path / "m.pth"))
     reseed = (
         "import sys, runpy; import hamseg.apis.export as ex; export = ex.export_onnx\n"
@@ -169,7 +171,7 @@ def test_verify_failure_prints_the_numbers_and_exits_non_zero(tmp_path):
         "runpy.run_path(sys.argv[0], run_name='__main__')"
     )
     out = str(tmp_path / "m.onnx")
-    proc = run("-c", reseed, EXPORT, NMF, ckpt, "--out", out, "--shape", "65", "65", "--verify")
+    proc = run("-c", reseed, EXPORT, NMF, ckpt, "--out", out, "--shape", "65", "65")
     assert proc.returncode == 1, proc.stderr[-2000:]
     (line,) = re.findall(r"^1x3x65x65: .*$", proc.stdout, re.M)
     numbers = re.fullmatch(
@@ -179,6 +181,10 @@ def test_verify_failure_prints_the_numbers_and_exits_non_zero(tmp_path):
     )
     assert numbers, line
     max_abs, rel, agree = map(float, numbers.groups())
+    (error,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    assert error.startswith(f"error: {out}: ONNX Runtime's logits differ from PyTorch's by ")
+    assert "the file was removed" in error and not osp.exists(out)
+    assert "wrote" not in proc.stdout
     # the same comparison in this process: the printed numbers are the real ones
     model = init_model(NMF, ckpt, "cpu")
     exported = export_onnx(model, str(tmp_path / "again.onnx"), (65, 65), seed=0)
@@ -188,6 +194,24 @@ def test_verify_failure_prints_the_numbers_and_exits_non_zero(tmp_path):
     assert max_abs == pytest.approx(check.max_abs, rel=1e-2)
     assert rel == pytest.approx(check.max_rel, rel=1e-2)
     assert agree == pytest.approx(100 * check.argmax_agreement, abs=1e-3)
+
+
+def test_export_verifies_by_default_and_no_verify_skips_it(tmp_path):
+    """Every export is compared with PyTorch unless --no-verify; no TracerWarning is printed
+    for the shape checks that are constants of the trace."""
+    ckpt = make_checkpoint(str(tmp_path / "m.pth"))
+    out = str(tmp_path / "m.onnx")
+    proc = run(EXPORT, NMF, ckpt, "--out", out, "--shape", "33", "47", "--dynamic")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    checks = re.findall(
+        r"^(\S+): max .* relative (\S+), argmax agreement (\S+)% -> ok$", proc.stdout, re.M
+    )
+    assert [c[0] for c in checks] == ["1x3x33x47", "2x3x65x63"]
+    assert all(float(rel) < 1e-4 and float(agree) == 100 for _, rel, agree in checks)
+    assert "TracerWarning" not in proc.stderr and osp.exists(out)
+    skipped = run(EXPORT, NMF, ckpt, "--out", out, "--shape", "33", "47", "--no-verify")
+    assert skipped.returncode == 0 and "max |diff|" not in skipped.stdout
+    assert skipped.stdout.strip().splitlines()[-1].startswith(f"wrote {out} ")
 
 
 def test_bad_input_is_one_line_exit_2(tmp_path):
@@ -202,9 +226,10 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
             [EXPORT, NMF, ckpt, "--out", out, "--opset", "99"],
             "--opset 99: torch 2.14.1's ONNX exporter supports opsets 7 to 23",
         ),
-        (  # in the exporter's range, but its Resize cannot be recorded at opset 7
-            [EXPORT, NMF, ckpt, "--out", out, "--shape", "64", "64", "--opset", "7"],
-            "--opset 7: the ONNX exporter cannot record this model at opset 7: ",
+        (  # in the exporter's range, but no Resize below 11 computes mmseg's (68% agreement)
+            [EXPORT, NMF, ckpt, "--out", out, "--shape", "64", "64", "--opset", "10"],
+            "--opset 10: ONNX cannot express mmseg's bilinear resize (half-pixel centres) below "
+            "opset 11, so the graph would compute something else; use 11 to 23",
         ),
     ]
     for args, message in cases:
@@ -215,13 +240,46 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
             message = message.replace("torch 2.14.1", f"torch {version}").replace(
                 "7 to 23", f"{low} to {high}"
             )
-        assert message in error, error
+        assert message.replace("to 23", f"to {export_api.opset_range()[1]}") in error, error
         assert not osp.exists(out)
-    # the opset error comes alone: no TorchScript IR dump (400+ lines) or tracer warning first
-    proc = run(EXPORT, NMF, ckpt, "--out", out, "--shape", "64", "64", "--opset", "7")
-    assert "Torch IR graph" not in proc.stderr and "TracerWarning" not in proc.stderr
-    assert proc.stderr.splitlines()[-1].startswith("error: --opset 7: ")
-    assert len(proc.stderr.splitlines()) <= 2  # mmengine's checkpoint log line, the error
+
+
+def test_an_operator_the_exporter_cannot_record_or_match_is_one_line(tmp_path, capfd):
+    """Below MIN_OPSET (lowered here) torch cannot record the bilinear resize at opset 7 (one
+    line, no TorchScript IR dump), and at opset 10 writes one it says may not match PyTorch:
+    refused, the file removed."""
+    model = init_model(NMF, make_checkpoint(str(tmp_path / "m.pth")), "cpu")
+    out = tmp_path / "m.onnx"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(export_api, "MIN_OPSET", 7)
+        with pytest.raises(ExportError) as missing:
+            export_onnx(model, str(out), (64, 64), opset=7)
+        with pytest.raises(ExportError) as mismatch:
+            export_onnx(model, str(out), (64, 64), opset=10)
+    assert str(missing.value).startswith("--opset 7: the ONNX exporter cannot record this model")
+    assert "upsample_bilinear2d" in str(missing.value)
+    assert str(mismatch.value).startswith(
+        "--opset 10: torch's exporter says the graph may not compute what PyTorch does ("
+    )
+    assert "the file was removed" in str(mismatch.value) and not out.exists()
+    printed = capfd.readouterr()
+    assert "Torch IR graph" not in printed.err + printed.out
+
+
+def test_a_tracer_warning_of_a_data_dependent_branch_is_still_printed(tmp_path):
+    """Only the listed shape checks are silenced: a branch on a tensor's values warns."""
+    model = init_model(NMF, make_checkpoint(str(tmp_path / "m.pth")), "cpu")
+    forward = model.decode_head.forward
+
+    def forward_with_a_branch(inputs):
+        logits = forward(inputs)
+        return logits if bool(logits.mean() > -1e9) else -logits  # decided while tracing
+
+    model.decode_head.forward = forward_with_a_branch
+    with pytest.warns(torch.jit.TracerWarning, match="Python boolean") as caught:
+        export_onnx(model, str(tmp_path / "m.onnx"), (33, 33), dynamic=True)
+    (branch,) = [w for w in caught if w.category is torch.jit.TracerWarning]
+    assert branch.filename == __file__
 
 
 def test_a_checkpoint_of_another_ham_is_refused_unless_allowed(tmp_path):
@@ -231,13 +289,47 @@ def test_a_checkpoint_of_another_ham_is_refused_unless_allowed(tmp_path):
     out = str(tmp_path / "cd.onnx")
     error = one_line_error(run(EXPORT, CD, ckpt, "--out", out, "--shape", "33", "33"))
     assert error == (
-        f"error: {ckpt} was trained with decode_head ham type='NMF' but the config has "
-        "type='CD': export with the config it was trained with, or pass "
-        "--allow-config-mismatch to export anyway"
+        f"error: {ckpt} was trained with decode_head ham type='NMF' (its stored config's "
+        "ham_cfg) but the config has ham type='CD': export with the config it was trained "
+        "with, or pass --allow-config-mismatch to export anyway"
     )
     assert not osp.exists(out)
     proc = run(EXPORT, CD, ckpt, "--out", out, "--shape", "33", "33", "--allow-config-mismatch")
     assert proc.returncode == 0 and osp.exists(out), proc.stderr[-2000:]
+
+
+SEGNEXT = osp.join(DEMO, "hamlighthead-nmf_mscan-t_context-shapes.py")
+
+
+def test_an_mmseg_trained_checkpoint_is_checked_by_its_ham_kwargs(tmp_path, lightham_checkpoint):
+    """Issue 39 (2): a SegNeXt-T trained with mmseg's LightHamHead records ham_kwargs (MD_R,
+    no type), not ham_cfg: with a VQ or CD config (--cfg-options) it is refused; with the
+    one-word switch to HamLightHead it exports, and the graph records the ham as built."""
+    import json
+
+    import onnx
+
+    out = str(tmp_path / "s.onnx")
+    args = [EXPORT, SEGNEXT, lightham_checkpoint, "--out", out, "--shape", "64", "64"]
+    for ham in ("VQ", "CD"):
+        error = one_line_error(run(*args, "--cfg-options", f"model.decode_head.ham_cfg.type={ham}"))
+        assert error == (
+            f"error: {lightham_checkpoint} was trained with decode_head ham type='NMF' (its "
+            f"stored config's ham_kwargs) but the config has ham type='{ham}': export with the "
+            "config it was trained with, or pass --allow-config-mismatch to export anyway"
+        )
+        assert not osp.exists(out)
+    rank = run(*args, "--cfg-options", "model.decode_head.ham_cfg.R=8")
+    assert "ham R=16 (its stored config's ham_kwargs) but the config has ham R=8" in (
+        one_line_error(rank)
+    )
+    proc = run(*args, "--no-verify", "--cfg-options", "model.decode_head.ham_cfg.eval_draws=4")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    info = json.loads(onnx.load(out).metadata_props[0].value)
+    assert info["head"] == "HamLightHead"
+    assert {k: info["ham"][k] for k in ("type", "S", "R", "eval_steps", "eval_draws")} == dict(
+        type="NMF", S=1, R=16, eval_steps=7, eval_draws=4
+    )
 
 
 def test_a_checkpoint_of_another_architecture_says_so_first(tmp_path):
@@ -266,8 +358,21 @@ def test_dynamic_export_has_a_static_class_dimension_and_the_runner_metadata(nmf
     assert prop.key == "hamseg" and info["input"] == "normalised" and info["bgr_to_rgb"]
     assert info["mean"] == [123.675, 116.28, 103.53] and info["std"] == [58.395, 57.12, 57.375]
     assert info["classes"][:2] == ["background", "red team"] and len(info["palette"]) == 7
-    assert info["ham"] == dict(
-        type="NMF", R=16, train_steps=6, eval_steps=6, eval_seed=0, eval_draws=12
+    assert info["head"] == "HamHead" and info["ham"] == dict(
+        type="NMF",
+        inv_t=1.0,
+        coef_init="softmax",
+        S=1,
+        D=128,
+        R=16,
+        train_steps=6,
+        eval_steps=6,
+        eta=0.9,
+        spatial=True,
+        init="random",
+        grad="one_step",
+        eval_seed=0,
+        eval_draws=12,
     )
     assert info["resize"] is None and info["pad"] == dict(size=None, size_divisor=None)
     assert info["hamseg_version"] == hamseg.__version__
@@ -292,9 +397,19 @@ def test_bake_preprocess_puts_the_normalisation_in_the_graph(tmp_path, nmf_onnx)
     meta = sessions[0].get_modelmeta().custom_metadata_map["hamseg"]
     assert '"input": "bgr 0-255"' in meta
     error = one_line_error(
-        run("tools/infer.py", nmf_onnx["images"], "--config", NMF, "--backend", "onnxruntime",
-            "--model", path, "--out-dir", str(tmp_path / "o"))
-    )  # fmt: skip
+        run(
+            "tools/infer.py",
+            nmf_onnx["images"],
+            "--config",
+            NMF,
+            "--backend",
+            "onnxruntime",
+            "--model",
+            path,
+            "--out-dir",
+            str(tmp_path / "o"),
+        )
+    )
     assert (
         error == f"error: {path} takes the raw image (exported with --bake-preprocess): run "
         "it with tools/deploy/onnx_runner.py, or export without --bake-preprocess for this backend"
@@ -396,6 +511,45 @@ def test_infer_with_an_onnx_model_of_another_class_count_is_one_line_naming_both
         assert not out.exists()
 
 
+def test_infer_refuses_a_graph_of_another_head_or_ham(tmp_path, nmf_onnx):
+    """Issue 39 (2): the demo HamHead-NMF graph with the CD, VQ or FCN demo config (7 classes
+    each, so the class count alone let them run) is refused naming what differs; and with
+    --checkpoint, a checkpoint trained with another ham than the config."""
+    from hamseg.apis.export import use_onnxruntime
+    from hamseg.utils.errors import UsageError
+
+    onnx_file = nmf_onnx["onnx"]
+    fix = (
+        "export the model of this config (tools/deploy/export_onnx.py), or pass the config "
+        f"{onnx_file} was exported from"
+    )
+    cases = {
+        CD: f"ham type='NMF' but the config {CD} has ham type='CD'",
+        VQ: f"ham type='NMF' but the config {VQ} has ham type='VQ'",
+        DEMO_FCN: f"HamHead but the config {DEMO_FCN} has FCNHead",
+    }
+    for config, said in cases.items():
+        with pytest.raises(UsageError) as err:
+            use_onnxruntime(
+                init_model(config, device="cpu"), onnx_file, names_from=("config", config)
+            )
+        assert str(err.value) == f"{onnx_file} was exported from decode_head {said}: {fix}"
+    use_onnxruntime(init_model(NMF, device="cpu"), onnx_file)  # its own config: accepted
+    out = tmp_path / "out"
+    ort = ["--backend", "onnxruntime", "--model", onnx_file, "--out-dir", str(out), "--no-progress"]
+    error = one_line_error(run("tools/infer.py", nmf_onnx["images"], "--config", DEMO_FCN, *ort))
+    assert error == f"error: {onnx_file} was exported from decode_head {cases[DEMO_FCN]}: {fix}"
+    vq = make_checkpoint(str(tmp_path / "vq.pth"), VQ)  # VQ's weights load into NMF's model
+    error = one_line_error(
+        run("tools/infer.py", nmf_onnx["images"], "--config", NMF, "--checkpoint", vq, *ort)
+    )
+    assert error == (
+        f"error: {vq} was trained with decode_head ham type='VQ' (its stored config's ham_cfg) "
+        "but the config has ham type='NMF': pass the config it was trained with"
+    )
+    assert not out.exists()
+
+
 def test_the_class_count_is_checked_at_the_first_run_when_the_graph_does_not_say_it(tmp_path):
     """A graph whose logits have a symbolic channel dimension: checked on the first output."""
     from onnx import TensorProto, helper, save
@@ -461,9 +615,19 @@ def test_the_torch_free_runner_writes_infer_py_label_maps_byte_for_byte(tmp_path
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == f"wrote 2 label map(s) to {ours}"
     infer = run(
-        "tools/infer.py", images, "--config", NMF, "--backend", "onnxruntime", "--model",
-        nmf_onnx["onnx"], "--out-dir", str(theirs), "--save-label", "--no-progress",
-    )  # fmt: skip
+        "tools/infer.py",
+        images,
+        "--config",
+        NMF,
+        "--backend",
+        "onnxruntime",
+        "--model",
+        nmf_onnx["onnx"],
+        "--out-dir",
+        str(theirs),
+        "--save-label",
+        "--no-progress",
+    )
     assert infer.returncode == 0, infer.stderr[-2000:]
     for i, (h, w) in enumerate([(57, 71), (64, 49)]):
         a, b = (open(d / f"{i}_label.png", "rb").read() for d in (ours, theirs))
@@ -472,6 +636,46 @@ def test_the_torch_free_runner_writes_infer_py_label_maps_byte_for_byte(tmp_path
     (tmp_path / "t.py").write_text("import torch\n")
     crippled = run("-c", NO_TORCH, str(tmp_path / "t.py"))  # the shim really blocks torch
     assert crippled.returncode == 1 and "ModuleNotFoundError" in crippled.stderr
+
+
+def test_the_runner_batches_images_of_one_size_with_the_same_label_maps(tmp_path, nmf_onnx):
+    """--batch-size 3 over images of two sizes (two runs: a batch of 2 and one of 1, then 1)
+    writes the label maps of --batch-size 1 byte for byte; a graph exported without --dynamic
+    takes batches of 1 only: one line, exit 2."""
+    import cv2
+
+    images = tmp_path / "images"
+    images.mkdir()
+    rng = np.random.default_rng(5)
+    for i, (h, w) in enumerate([(40, 56), (40, 56), (33, 47), (40, 56)]):
+        cv2.imwrite(str(images / f"{i}.png"), rng.integers(0, 255, (h, w, 3), dtype=np.uint8))
+    outs = {}
+    for n in (1, 3):
+        outs[n] = tmp_path / f"batch{n}"
+        proc = run(
+            "-c",
+            NO_TORCH,
+            RUNNER,
+            nmf_onnx["onnx"],
+            str(images),
+            "--out-dir",
+            str(outs[n]),
+            "--batch-size",
+            str(n),
+        )
+        assert proc.returncode == 0 and proc.stdout.strip().endswith(f"4 label map(s) to {outs[n]}")
+    for i in range(4):
+        a, b = (open(outs[n] / f"{i}_label.png", "rb").read() for n in (1, 3))
+        assert a == b
+    static = str(tmp_path / "static.onnx")
+    export_onnx(init_model(NMF, nmf_onnx["ckpt"], "cpu"), static, (40, 56))
+    error = one_line_error(
+        run(RUNNER, static, str(images), "--out-dir", str(tmp_path / "s"), "--batch-size", "2")
+    )
+    assert error == (
+        f"error: --batch-size 2: {static} takes batches of 1 only (exported without --dynamic): "
+        "use --batch-size 1, or export with --dynamic"
+    )
 
 
 def test_the_runner_follows_the_resize_and_pad_rule():
@@ -494,9 +698,14 @@ def test_the_runner_follows_the_resize_and_pad_rule():
             return [np.repeat(feed["input"][:, :1], 2, 1)]
 
     info = dict(
-        input="normalised", bgr_to_rgb=True, mean=[1.0, 2.0, 3.0], std=[2.0, 2.0, 2.0],
-        resize=None, pad=dict(size=None, size_divisor=8), pad_val=0.0,
-    )  # fmt: skip
+        input="normalised",
+        bgr_to_rgb=True,
+        mean=[1.0, 2.0, 3.0],
+        std=[2.0, 2.0, 2.0],
+        resize=None,
+        pad=dict(size=None, size_divisor=8),
+        pad_val=0.0,
+    )
     echo, bgr = Echo(), np.full((5, 9, 3), (10, 20, 30), np.uint8)
     label = runner["predict"](echo, info, bgr)
     assert echo.seen.shape == (1, 3, 8, 16) and label.shape == (5, 9)

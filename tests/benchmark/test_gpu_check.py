@@ -103,6 +103,9 @@ def _fixtures() -> dict[str, tuple[dict, str]]:
             min_ms=12.0,
             max_ms=13.0,
             ratio=0.2697,
+            ratio_ort=0.5,
+            cpu_ms=11.9,
+            cpu_ratio_ort=0.48,
             runs=10,
             size=128,
             agreement=0.99,
@@ -164,7 +167,7 @@ def test_report_carries_every_number_of_every_benchmark(tmp_path):
         "| max_memory_allocated | 9876543210 |",
     ]:
         assert row in text, row
-    assert "every value of deploy/deploy.json (13)" in text  # 12 of the row, device
+    assert "every value of deploy/deploy.json (16)" in text  # 15 of the row, device
     assert "### `old/table_only.md` (no JSON next to it)" in text and "| x | 7.5 |" in text
     assert report["tables"]["old/table_only.md"].endswith("| x | 7.5 |")
 
@@ -188,7 +191,7 @@ def test_the_benchmarks_write_the_json_the_report_reads(tmp_path):
         "whole model, one iteration",
     ]
     assert list(deploy["rows"]) == ["demo HamHead-NMF", "SegNeXt-T (HamLightHead)"]
-    backends = ["eager fp32", "ORT fp32", "ORT fp16", "ORT int8", "ORT int8-static"]
+    backends = ["eager fp32", "ORT fp32", "ORT fp16", "ORT int8", "ORT int8-dynamic"]
     for rows in deploy["rows"].values():
         assert sorted(r["backend"] for r in rows) == sorted(backends)
         assert all(r["ms"] > 0 and r["threads"] == 1 and r["val_images"] == 2 for r in rows)
