@@ -10,7 +10,6 @@ docs/demo.md says what the images show and why only global context decides the l
 from __future__ import annotations
 
 import argparse
-import os
 import os.path as osp
 import sys
 
@@ -19,33 +18,12 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 import hamseg  # noqa: E402,F401  (adapts the stack; before anything imports mmseg)
 
 # isort: split
-import cv2  # noqa: E402
-import numpy as np  # noqa: E402
-
 from hamseg.datasets.context_shapes import (  # noqa: E402
     PALETTE,
     ContextShapesConfig,
     generate_context_shapes,
 )
-
-
-def write_preview(out_dir: str, path: str, count: int) -> None:
-    """A PNG montage: the first ``count`` training images above their label maps in colour."""
-    palette = np.asarray(PALETTE, np.uint8)
-    tops, bottoms = [], []
-    for i in range(count):
-        name = f"{i:06d}.png"
-        img = cv2.imread(osp.join(out_dir, "img_dir", "train", name), cv2.IMREAD_COLOR)
-        if img is None:
-            break
-        label = cv2.imread(osp.join(out_dir, "ann_dir", "train", name), cv2.IMREAD_UNCHANGED)
-        gap = np.full((img.shape[0], 4, 3), 255, np.uint8)
-        tops += [img, gap]
-        bottoms += [np.ascontiguousarray(palette[label][:, :, ::-1]), gap]
-    top, bottom = np.concatenate(tops[:-1], 1), np.concatenate(bottoms[:-1], 1)
-    sep = np.full((4, top.shape[1], 3), 255, np.uint8)
-    os.makedirs(osp.dirname(osp.abspath(path)), exist_ok=True)
-    cv2.imwrite(path, np.concatenate([top, sep, bottom], 0))
+from hamseg.datasets.generated import write_preview  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     generate_context_shapes(args.out_dir, cfg, progress=not args.no_progress)
     print(f"wrote {cfg.num_train} train + {cfg.num_val} val images to {args.out_dir}")
     if args.preview:
-        write_preview(args.out_dir, args.preview, args.preview_count)
+        write_preview(args.out_dir, args.preview, args.preview_count, PALETTE)
         print(f"wrote {args.preview}")
     return 0
 

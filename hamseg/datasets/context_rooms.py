@@ -1,0 +1,174 @@
+"""Context Rooms: a generated dataset where each player's class is the flag of its own room.
+
+Three parallel rooms, each with its own floor colour and a flag of its own team colour on one
+wall (the three teams in a random order); every grey player belongs to the team of the flag of
+its room. A player's pixels say nothing about its team, the flag is far away, and every image
+holds all three flag colours, so neither local evidence nor one global fact decides the class:
+the player must be related to the flag that shares its floor. docs/demo.md.
+"""
+
+from __future__ import annotations
+
+import colorsys
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+import cv2
+import numpy as np
+from mmseg.datasets import BaseSegDataset
+from mmseg.registry import DATASETS
+
+from .context_shapes import CLASSES, PALETTE, SHAPES, SIDES, TEAM_COLOURS, shape_mask
+from .generated import SPLITS, is_complete, write_dataset
+
+#: Version of the design; bumped whenever the same options would draw different images.
+DESIGN_VERSION = 1
+#: Written into the dataset folder with the options.
+INFO_NAME = "context_rooms.json"
+
+
+@dataclass
+class ContextRoomsConfig:
+    """Generator options (sizes in pixels or fractions of ``size``): ``players`` per room (a
+    range), the flag band's depth ``flag_frac``, the players' radius ``object_frac`` and the
+    smallest RGB distance between two rooms' floors, ``min_floor_gap``."""
+
+    size: int = 128
+    num_train: int = 400
+    num_val: int = 100
+    seed: int = 0
+    players: tuple[int, int] = field(default=(1, 2))
+    flag_frac: float = 0.125
+    object_frac: tuple[float, float] = field(default=(0.07, 0.11))
+    min_floor_gap: float = 40.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The options plus the design version, as written to ``context_rooms.json``."""
+        return {
+            **asdict(self),
+            "players": list(self.players),
+            "object_frac": list(self.object_frac),
+            "design_version": DESIGN_VERSION,
+        }
+
+
+def room_bounds(size: int, rooms: int = len(TEAM_COLOURS)) -> list[tuple[int, int]]:
+    """``[start, stop)`` of each room along the flag's wall (equal parts of the side)."""
+    edges = np.round(np.linspace(0, size, rooms + 1)).astype(int)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def room_region(side: str, size: int, room: tuple[int, int]) -> tuple[slice, slice]:
+    """(rows, cols) slices of one room: a strip across the image, perpendicular to the wall."""
+    across = slice(*room)
+    return (slice(0, size), across) if side in ("top", "bottom") else (across, slice(0, size))
+
+
+def flag_region(
+    side: str, size: int, flag_frac: float, room: tuple[int, int]
+) -> tuple[slice, slice]:
+    """(rows, cols) slices of one room's flag: its part of the band along the wall ``side``."""
+    w = max(2, int(round(size * flag_frac)))
+    band = slice(0, w) if side in ("left", "top") else slice(size - w, size)
+    return (band, slice(*room)) if side in ("top", "bottom") else (slice(*room), band)
+
+
+def _floor_colours(rng: np.random.Generator, count: int, min_gap: float) -> np.ndarray:
+    """``count`` desaturated RGB floor colours, pairwise at least ``min_gap`` apart."""
+    for _ in range(1000):
+        hsv = rng.uniform((0.0, 0.15, 0.35), (1.0, 0.45, 0.6), size=(count, 3))
+        rgb = 255.0 * np.array([colorsys.hsv_to_rgb(*c) for c in hsv])
+        gaps = np.linalg.norm(rgb[:, None] - rgb[None], axis=-1)[np.triu_indices(count, 1)]
+        if gaps.min() >= min_gap:
+            return rgb
+    raise ValueError(f"min_floor_gap {min_gap}: no {count} floor colours found that far apart")
+
+
+def draw_sample(
+    rng: np.random.Generator, cfg: ContextRoomsConfig, teams: Optional[list[int]] = None
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """``(img, label, meta)``: RGB uint8 (size, size, 3), uint8 labels (``1 + teams[k]`` on the
+    players of room ``k``, ``4 + teams[k]`` on its flag) and ``teams``, ``side``, ``floors`` and
+    the ``objects`` drawn. Forced ``teams`` (a permutation) consume the same random numbers: only
+    the flags' colours and the players' classes change (the cues decide)."""
+    size, k = cfg.size, len(TEAM_COLOURS)
+    drawn = [int(t) for t in rng.permutation(k)]
+    teams = drawn if teams is None else [int(t) for t in teams]
+    side = SIDES[int(rng.integers(len(SIDES)))]
+    floors = _floor_colours(rng, k, cfg.min_floor_gap)
+    low = rng.normal(0.0, 8.0, size=(6, 6, 3)).astype(np.float32)
+    img = cv2.resize(low, (size, size), interpolation=cv2.INTER_CUBIC).astype(np.float64)
+    img += rng.normal(0.0, 5.0, size=(size, size, 3))
+    label = np.zeros((size, size), np.uint8)
+    rooms = room_bounds(size, k)
+    for room, floor in zip(rooms, floors):
+        img[room_region(side, size, room)] += floor
+    h = size // 2  # players go into the half opposite the wall with the flags
+    rmin, rmax = cfg.object_frac[0] * size, cfg.object_frac[1] * size
+    objects: list[dict[str, Any]] = []
+    for r_i, (room, team) in enumerate(zip(rooms, teams)):
+        rows, cols = flag_region(side, size, cfg.flag_frac, room)
+        flag_rgb = np.asarray(TEAM_COLOURS[team], np.float64) + rng.uniform(-15, 15, size=3)
+        band = (rows.stop - rows.start, cols.stop - cols.start, 3)
+        img[rows, cols] = flag_rgb + rng.normal(0.0, 6.0, size=band)
+        label[rows, cols] = 1 + k + team
+        # the room's far half, in image coordinates: x along columns, y along rows
+        along = (h, size) if side in ("left", "top") else (0, size - h)
+        xr, yr = (room, along) if side in ("top", "bottom") else (along, room)
+        n = int(rng.integers(cfg.players[0], cfg.players[1] + 1))
+        occupied = np.zeros((size, size), bool)
+        for _ in range(n * 30):  # rejection sampling of non-touching players inside the room
+            if sum(o["room"] == r_i for o in objects) == n:
+                break
+            r = rng.uniform(rmin, rmax)
+            cx = rng.uniform(xr[0] + r + 2, xr[1] - r - 2)
+            cy = rng.uniform(yr[0] + r + 2, yr[1] - r - 2)
+            shape = SHAPES[int(rng.integers(len(SHAPES)))]
+            mask = shape_mask(shape, cx, cy, r, size)
+            grown = cv2.dilate(mask.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+            if (grown & occupied).any():
+                continue
+            occupied |= mask
+            grey = rng.uniform(185, 245)  # the same neutral look in every room and team
+            img[mask] = grey + rng.normal(0.0, 5.0, size=(int(mask.sum()), 1))
+            label[mask] = 1 + team
+            objects.append(dict(shape=shape, cx=cx, cy=cy, r=r, grey=grey, room=r_i))
+    meta = dict(teams=teams, side=side, floors=floors.tolist(), objects=objects)
+    return np.clip(np.round(img), 0, 255).astype(np.uint8), label, meta
+
+
+def sample_rng(seed: int, split: str, index: int) -> np.random.Generator:
+    """The generator of sample ``index`` of ``split``: independent of every other sample."""
+    return np.random.default_rng([DESIGN_VERSION, 2, seed, SPLITS.index(split), index])
+
+
+def is_generated(out_dir: str, cfg: Optional[ContextRoomsConfig] = None) -> bool:
+    """Whether ``out_dir`` holds a complete dataset of ``cfg`` (default options) and of this
+    design version."""
+    return is_complete(out_dir, INFO_NAME, (cfg or ContextRoomsConfig()).to_json())
+
+
+def generate_context_rooms(
+    out_dir: str, cfg: Optional[ContextRoomsConfig] = None, progress: bool = True
+) -> dict[str, Any]:
+    """Write the dataset of ``cfg`` into ``out_dir`` (:func:`hamseg.datasets.generated.
+    write_dataset`, info file ``context_rooms.json``); returns the options written there."""
+    cfg = cfg or ContextRoomsConfig()
+    if not 1 <= cfg.players[0] <= cfg.players[1]:
+        raise ValueError("players: need 1 <= low <= high")
+
+    def draw(split: str, index: int) -> tuple[np.ndarray, np.ndarray]:
+        return draw_sample(sample_rng(cfg.seed, split, index), cfg)[:2]
+
+    return write_dataset(out_dir, INFO_NAME, cfg.to_json(), draw, progress)
+
+
+@DATASETS.register_module()
+class ContextRoomsDataset(BaseSegDataset):
+    """The generated rooms: ``.png`` images and label maps, Context Shapes' seven classes."""
+
+    METAINFO = dict(classes=CLASSES, palette=PALETTE)
+
+    def __init__(self, img_suffix: str = ".png", seg_map_suffix: str = ".png", **kwargs) -> None:
+        kwargs.setdefault("reduce_zero_label", False)
+        super().__init__(img_suffix=img_suffix, seg_map_suffix=seg_map_suffix, **kwargs)
