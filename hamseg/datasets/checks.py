@@ -35,6 +35,7 @@ PREPARE_CONTEXT = (
     "data/VOCdevkit/VOC2010/trainval_merged.json"
 )
 PREPARE_CONTEXT_SHAPES = "python tools/dataset_converters/generate_context_shapes.py"
+PREPARE_CONTEXT_ROOMS = "python tools/dataset_converters/generate_context_rooms.py"
 #: The VOC 2012 test images come only from the VOC evaluation server (no converter).
 GET_VOC_TEST = (
     "Download VOC2012test.tar from the PASCAL VOC evaluation server (after registering) and "
@@ -121,6 +122,8 @@ def prepare_hint(dataset_cfg: dict, path: str) -> str:
     text = " ".join(str(dataset_cfg.get(k, "")) for k in ("type", "data_root", "ann_file"))
     text = f"{text} {path}".lower().replace("\\", "/")
     voc = "voc" in text or kind == "PascalVOCDataset"
+    if "context_rooms" in text or kind == "ContextRoomsDataset":
+        return f"Generate it with: {PREPARE_CONTEXT_ROOMS}"
     if "context_shapes" in text or kind == "ContextShapesDataset":
         return f"Generate it with: {PREPARE_CONTEXT_SHAPES}"
     if "voc2010" in text or "pascalcontext" in kind.lower():

@@ -21,6 +21,7 @@ from PIL import Image
 
 from hamseg.datasets.checks import (
     PREPARE_CONTEXT,
+    PREPARE_CONTEXT_ROOMS,
     PREPARE_CONTEXT_SHAPES,
     PREPARE_VOC_AUG,
     DatasetNotFoundError,
@@ -196,6 +197,7 @@ def test_raised_at_the_first_batch_that_holds_the_sample(data, tmp_path, workers
             "context_shapes",
             PREPARE_CONTEXT_SHAPES,
         ),
+        ("configs/_base_/datasets/context_rooms.py", "context_rooms", PREPARE_CONTEXT_ROOMS),
     ],
 )
 def test_missing_dataset_folder_names_path_and_prepare_command(tmp_path, config, root, command):
