@@ -10,6 +10,8 @@ the player must be related to the flag that shares its floor. docs/demo.md.
 from __future__ import annotations
 
 import colorsys
+import json
+import os.path as osp
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
@@ -31,16 +33,21 @@ INFO_NAME = "context_rooms.json"
 class ContextRoomsConfig:
     """Generator options (sizes in pixels or fractions of ``size``): ``players`` per room (a
     range), the flag band's depth ``flag_frac``, the players' radius ``object_frac`` and the
-    smallest RGB distance between two rooms' floors, ``min_floor_gap``."""
+    smallest RGB distance between two rooms' floors, ``min_floor_gap``; floors are drawn in HSV
+    with saturation ``floor_saturation`` and value ``floor_value`` (ranges), their hues at least
+    ``min_hue_gap`` (a fraction of the circle) apart."""
 
     size: int = 128
     num_train: int = 400
     num_val: int = 100
     seed: int = 0
-    players: tuple[int, int] = field(default=(1, 2))
+    players: tuple[int, int] = field(default=(1, 3))
     flag_frac: float = 0.125
-    object_frac: tuple[float, float] = field(default=(0.07, 0.11))
+    object_frac: tuple[float, float] = field(default=(0.06, 0.1))
     min_floor_gap: float = 40.0
+    floor_saturation: tuple[float, float] = field(default=(0.45, 0.7))
+    floor_value: tuple[float, float] = field(default=(0.35, 0.55))
+    min_hue_gap: float = 1 / 6
 
     def to_json(self) -> dict[str, Any]:
         """The options plus the design version, as written to ``context_rooms.json``."""
@@ -48,6 +55,8 @@ class ContextRoomsConfig:
             **asdict(self),
             "players": list(self.players),
             "object_frac": list(self.object_frac),
+            "floor_saturation": list(self.floor_saturation),
+            "floor_value": list(self.floor_value),
             "design_version": DESIGN_VERSION,
         }
 
@@ -73,15 +82,20 @@ def flag_region(
     return (band, slice(*room)) if side in ("top", "bottom") else (slice(*room), band)
 
 
-def _floor_colours(rng: np.random.Generator, count: int, min_gap: float) -> np.ndarray:
-    """``count`` desaturated RGB floor colours, pairwise at least ``min_gap`` apart."""
+def _floor_colours(rng: np.random.Generator, count: int, cfg: ContextRoomsConfig) -> np.ndarray:
+    """``count`` RGB floor colours: hues pairwise at least ``cfg.min_hue_gap`` apart on the
+    circle, RGB colours at least ``cfg.min_floor_gap`` apart."""
     for _ in range(1000):
-        hsv = rng.uniform((0.0, 0.15, 0.35), (1.0, 0.45, 0.6), size=(count, 3))
-        rgb = 255.0 * np.array([colorsys.hsv_to_rgb(*c) for c in hsv])
-        gaps = np.linalg.norm(rgb[:, None] - rgb[None], axis=-1)[np.triu_indices(count, 1)]
-        if gaps.min() >= min_gap:
+        hues = rng.uniform(0.0, 1.0, size=count)
+        sat = rng.uniform(*cfg.floor_saturation, size=count)
+        val = rng.uniform(*cfg.floor_value, size=count)
+        rgb = 255.0 * np.array([colorsys.hsv_to_rgb(*c) for c in zip(hues, sat, val)])
+        pairs = np.triu_indices(count, 1)
+        turn = np.abs(hues[:, None] - hues[None])[pairs]
+        gaps = np.linalg.norm(rgb[:, None] - rgb[None], axis=-1)[pairs]
+        if np.minimum(turn, 1 - turn).min() >= cfg.min_hue_gap and gaps.min() >= cfg.min_floor_gap:
             return rgb
-    raise ValueError(f"min_floor_gap {min_gap}: no {count} floor colours found that far apart")
+    raise ValueError("no floor colours found as far apart as min_hue_gap and min_floor_gap ask")
 
 
 def draw_sample(
@@ -95,7 +109,7 @@ def draw_sample(
     drawn = [int(t) for t in rng.permutation(k)]
     teams = drawn if teams is None else [int(t) for t in teams]
     side = SIDES[int(rng.integers(len(SIDES)))]
-    floors = _floor_colours(rng, k, cfg.min_floor_gap)
+    floors = _floor_colours(rng, k, cfg)
     low = rng.normal(0.0, 8.0, size=(6, 6, 3)).astype(np.float32)
     img = cv2.resize(low, (size, size), interpolation=cv2.INTER_CUBIC).astype(np.float64)
     img += rng.normal(0.0, 5.0, size=(size, size, 3))
@@ -143,9 +157,11 @@ def sample_rng(seed: int, split: str, index: int) -> np.random.Generator:
 
 
 def is_generated(out_dir: str, cfg: Optional[ContextRoomsConfig] = None) -> bool:
-    """Whether ``out_dir`` holds a complete dataset of ``cfg`` (default options) and of this
-    design version."""
-    return is_complete(out_dir, INFO_NAME, (cfg or ContextRoomsConfig()).to_json())
+    """Whether ``out_dir`` holds a complete dataset of this design version (and of ``cfg``)."""
+    if not is_complete(out_dir, INFO_NAME, cfg.to_json() if cfg else None):
+        return False
+    with open(osp.join(out_dir, INFO_NAME), encoding="utf-8") as f:
+        return json.load(f).get("design_version") == DESIGN_VERSION
 
 
 def generate_context_rooms(
