@@ -10,19 +10,35 @@ the player must be related to the flag that shares its floor. docs/demo.md.
 from __future__ import annotations
 
 import colorsys
-import json
-import os.path as osp
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
 import cv2
 import numpy as np
-from mmseg.datasets import BaseSegDataset
 from mmseg.registry import DATASETS
 
-from .context_shapes import CLASSES, PALETTE, SHAPES, SIDES, TEAM_COLOURS, shape_mask
+from .context_shapes import (
+    CLASSES,
+    PALETTE,
+    SHAPES,
+    SIDES,
+    TEAM_COLOURS,
+    ContextShapesDataset,
+    shape_mask,
+)
 from .generated import SPLITS, is_complete, write_dataset
 
+__all__ = [
+    "CLASSES",
+    "PALETTE",
+    "TEAM_COLOURS",
+    "ContextRoomsConfig",
+    "ContextRoomsDataset",
+    "draw_sample",
+    "generate_context_rooms",
+    "is_generated",
+    "sample_rng",
+]
 #: Version of the design; bumped whenever the same options would draw different images.
 DESIGN_VERSION = 1
 #: Written into the dataset folder with the options.
@@ -158,10 +174,7 @@ def sample_rng(seed: int, split: str, index: int) -> np.random.Generator:
 
 def is_generated(out_dir: str, cfg: Optional[ContextRoomsConfig] = None) -> bool:
     """Whether ``out_dir`` holds a complete dataset of this design version (and of ``cfg``)."""
-    if not is_complete(out_dir, INFO_NAME, cfg.to_json() if cfg else None):
-        return False
-    with open(osp.join(out_dir, INFO_NAME), encoding="utf-8") as f:
-        return json.load(f).get("design_version") == DESIGN_VERSION
+    return is_complete(out_dir, INFO_NAME, DESIGN_VERSION, cfg.to_json() if cfg else None)
 
 
 def generate_context_rooms(
@@ -180,11 +193,5 @@ def generate_context_rooms(
 
 
 @DATASETS.register_module()
-class ContextRoomsDataset(BaseSegDataset):
+class ContextRoomsDataset(ContextShapesDataset):
     """The generated rooms: ``.png`` images and label maps, Context Shapes' seven classes."""
-
-    METAINFO = dict(classes=CLASSES, palette=PALETTE)
-
-    def __init__(self, img_suffix: str = ".png", seg_map_suffix: str = ".png", **kwargs) -> None:
-        kwargs.setdefault("reduce_zero_label", False)
-        super().__init__(img_suffix=img_suffix, seg_map_suffix=seg_map_suffix, **kwargs)

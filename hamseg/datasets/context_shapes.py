@@ -7,8 +7,6 @@ with ``(design version, seed, s, i)``: the same options write the same bytes. do
 
 from __future__ import annotations
 
-import json
-import os.path as osp
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
@@ -142,10 +140,7 @@ def sample_rng(seed: int, split: str, index: int) -> np.random.Generator:
 
 def is_generated(out_dir: str, cfg: Optional[ContextShapesConfig] = None) -> bool:
     """Whether ``out_dir`` holds a complete dataset of this design version (and of ``cfg``)."""
-    if not is_complete(out_dir, INFO_NAME, cfg.to_json() if cfg else None):
-        return False
-    with open(osp.join(out_dir, INFO_NAME), encoding="utf-8") as f:
-        return json.load(f).get("design_version") == DESIGN_VERSION
+    return is_complete(out_dir, INFO_NAME, DESIGN_VERSION, cfg.to_json() if cfg else None)
 
 
 def generate_context_shapes(

@@ -21,15 +21,17 @@ DIRS = ("img_dir", "ann_dir")
 DrawFn = Callable[[str, int], tuple[np.ndarray, np.ndarray]]
 
 
-def is_complete(out_dir: str, info_name: str, info: Optional[dict[str, Any]] = None) -> bool:
-    """Whether ``out_dir`` holds every file its ``info_name`` JSON counts, and that JSON equals
-    ``info`` (when given; it holds the design version)."""
+def is_complete(
+    out_dir: str, info_name: str, design_version: int, info: Optional[dict[str, Any]] = None
+) -> bool:
+    """Whether ``out_dir`` holds every file its ``info_name`` JSON counts, drawn by generator
+    ``design_version`` (and with the options ``info``, when given)."""
     info_path = osp.join(out_dir, info_name)
     if not osp.isfile(info_path):
         return False
     with open(info_path, encoding="utf-8") as f:
         written = json.load(f)
-    if info is not None and written != info:
+    if written.get("design_version") != design_version or info is not None and written != info:
         return False  # other options or another generator version draw different images
     folders = [(osp.join(out_dir, sub, s), written[f"num_{s}"]) for s in SPLITS for sub in DIRS]
     return all(

@@ -9,7 +9,6 @@ docs/demo.md says what the images show and why one global fact cannot decide the
 
 from __future__ import annotations
 
-import argparse
 import os.path as osp
 import sys
 
@@ -18,34 +17,14 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 import hamseg  # noqa: E402,F401  (adapts the stack; before anything imports mmseg)
 
 # isort: split
-from hamseg.datasets.context_rooms import (  # noqa: E402
-    PALETTE,
-    ContextRoomsConfig,
-    generate_context_rooms,
-)
-from hamseg.datasets.generated import write_preview  # noqa: E402
+from hamseg.cli.generate import generate_main  # noqa: E402
+from hamseg.datasets.context_rooms import PALETTE, ContextRoomsConfig, generate_context_rooms  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    d = ContextRoomsConfig()
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--out-dir", default="data/context_rooms", help="dataset root")
-    p.add_argument("--seed", type=int, default=d.seed, help="dataset seed")
-    p.add_argument("--size", type=int, default=d.size, help="image side in pixels")
-    p.add_argument("--num-train", type=int, default=d.num_train, help="training images")
-    p.add_argument("--num-val", type=int, default=d.num_val, help="validation images")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    p.add_argument("--preview", help="also write a PNG of the first training images and labels")
-    p.add_argument("--preview-count", type=int, default=6, help="images in the preview")
-    args = p.parse_args(argv)
-    options = ("size", "num_train", "num_val", "seed")
-    cfg = ContextRoomsConfig(**{k: getattr(args, k) for k in options})
-    generate_context_rooms(args.out_dir, cfg, progress=not args.no_progress)
-    print(f"wrote {cfg.num_train} train + {cfg.num_val} val images to {args.out_dir}")
-    if args.preview:
-        write_preview(args.out_dir, args.preview, args.preview_count, PALETTE)
-        print(f"wrote {args.preview}")
-    return 0
+    return generate_main(
+        argv, __doc__, ContextRoomsConfig, generate_context_rooms, PALETTE, "data/context_rooms", ()
+    )
 
 
 if __name__ == "__main__":
