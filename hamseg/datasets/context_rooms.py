@@ -1,10 +1,11 @@
 """Context Rooms: a generated dataset where each player's class is the flag of its own room.
 
-Three parallel rooms, each with its own floor colour and a flag of its own team colour on one
-wall (the three teams in a random order); every grey player belongs to the team of the flag of
-its room. A player's pixels say nothing about its team, the flag is far away, and every image
-holds all three flag colours, so neither local evidence nor one global fact decides the class:
-the player must be related to the flag that shares its floor. docs/demo.md.
+Three parallel rooms, each with a floor of its own hue and a flag of its own team colour near
+one wall (the three teams in a random order); every player, tinted with its room's hue, belongs
+to the team of its room's flag. A player's pixels say which room it is in, never which team;
+its flag is far away; every image holds all three flag colours. So neither local evidence nor
+one global fact decides the class: the player must be related to the flag that shares its
+room's hue. docs/demo.md.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ __all__ = [
     "sample_rng",
 ]
 #: Version of the design; bumped whenever the same options would draw different images.
-DESIGN_VERSION = 1
+DESIGN_VERSION = 2
 #: Written into the dataset folder with the options.
 INFO_NAME = "context_rooms.json"
 
@@ -48,10 +49,12 @@ INFO_NAME = "context_rooms.json"
 @dataclass
 class ContextRoomsConfig:
     """Generator options (sizes in pixels or fractions of ``size``): ``players`` per room (a
-    range), the flag band's depth ``flag_frac``, the players' radius ``object_frac`` and the
-    smallest RGB distance between two rooms' floors, ``min_floor_gap``; floors are drawn in HSV
-    with saturation ``floor_saturation`` and value ``floor_value`` (ranges), their hues at least
-    ``min_hue_gap`` (a fraction of the circle) apart."""
+    range), the flag's depth ``flag_frac`` and its ``flag_margin`` from the wall and the room's
+    sides, the players' radius ``object_frac``, how much of its room's floor colour tints a
+    player (``player_tint``, 0: neutral grey) and the smallest RGB distance between two rooms'
+    floors, ``min_floor_gap``; floors are drawn in HSV with saturation ``floor_saturation`` and
+    value ``floor_value`` (ranges), their hues at least ``min_hue_gap`` (a fraction of the
+    circle) apart."""
 
     size: int = 128
     num_train: int = 400
@@ -59,7 +62,9 @@ class ContextRoomsConfig:
     seed: int = 0
     players: tuple[int, int] = field(default=(1, 3))
     flag_frac: float = 0.125
+    flag_margin: float = 0.03
     object_frac: tuple[float, float] = field(default=(0.06, 0.1))
+    player_tint: float = 0.5
     min_floor_gap: float = 40.0
     floor_saturation: tuple[float, float] = field(default=(0.45, 0.7))
     floor_value: tuple[float, float] = field(default=(0.35, 0.55))
@@ -90,12 +95,14 @@ def room_region(side: str, size: int, room: tuple[int, int]) -> tuple[slice, sli
 
 
 def flag_region(
-    side: str, size: int, flag_frac: float, room: tuple[int, int]
+    side: str, size: int, cfg: ContextRoomsConfig, room: tuple[int, int]
 ) -> tuple[slice, slice]:
-    """(rows, cols) slices of one room's flag: its part of the band along the wall ``side``."""
-    w = max(2, int(round(size * flag_frac)))
-    band = slice(0, w) if side in ("left", "top") else slice(size - w, size)
-    return (band, slice(*room)) if side in ("top", "bottom") else (slice(*room), band)
+    """(rows, cols) slices of one room's flag: a band along the wall ``side``, ``flag_margin``
+    away from the wall and from the room's sides (floor all around it)."""
+    w, m = max(2, int(round(size * cfg.flag_frac))), int(round(size * cfg.flag_margin))
+    band = slice(m, m + w) if side in ("left", "top") else slice(size - m - w, size - m)
+    across = slice(room[0] + m, room[1] - m)
+    return (band, across) if side in ("top", "bottom") else (across, band)
 
 
 def _floor_colours(rng: np.random.Generator, count: int, cfg: ContextRoomsConfig) -> np.ndarray:
@@ -133,11 +140,11 @@ def draw_sample(
     rooms = room_bounds(size, k)
     for room, floor in zip(rooms, floors):
         img[room_region(side, size, room)] += floor
-    h = size // 2  # players go into the half opposite the wall with the flags
+    h = size // 2 + int(round(size * cfg.flag_margin))  # players: the half away from the flags
     rmin, rmax = cfg.object_frac[0] * size, cfg.object_frac[1] * size
     objects: list[dict[str, Any]] = []
-    for r_i, (room, team) in enumerate(zip(rooms, teams)):
-        rows, cols = flag_region(side, size, cfg.flag_frac, room)
+    for r_i, (room, team, floor) in enumerate(zip(rooms, teams, floors)):
+        rows, cols = flag_region(side, size, cfg, room)
         flag_rgb = np.asarray(TEAM_COLOURS[team], np.float64) + rng.uniform(-15, 15, size=3)
         band = (rows.stop - rows.start, cols.stop - cols.start, 3)
         img[rows, cols] = flag_rgb + rng.normal(0.0, 6.0, size=band)
@@ -159,8 +166,9 @@ def draw_sample(
             if (grown & occupied).any():
                 continue
             occupied |= mask
-            grey = rng.uniform(185, 245)  # the same neutral look in every room and team
-            img[mask] = grey + rng.normal(0.0, 5.0, size=(int(mask.sum()), 1))
+            grey = rng.uniform(185, 245)  # the look depends on the room, never on the team
+            tint = cfg.player_tint * (floor * 230.0 / max(floor.max(), 1.0) - grey)
+            img[mask] = grey + tint + rng.normal(0.0, 5.0, size=(int(mask.sum()), 1))
             label[mask] = 1 + team
             objects.append(dict(shape=shape, cx=cx, cy=cy, r=r, grey=grey, room=r_i))
     meta = dict(teams=teams, side=side, floors=floors.tolist(), objects=objects)

@@ -77,7 +77,7 @@ def test_each_player_takes_the_flag_of_its_own_room(index):
     1 + the team read from the pixels of that room's flag; every image has all three flags."""
     img, label, meta = draw_sample(sample_rng(0, "train", index), CFG)
     side, rooms = meta["side"], room_bounds(CFG.size)
-    teams = [read_team(img, flag_region(side, CFG.size, CFG.flag_frac, room)) for room in rooms]
+    teams = [read_team(img, flag_region(side, CFG.size, CFG, room)) for room in rooms]
     assert teams == meta["teams"] and sorted(teams) == list(range(K))
     flags = label >= 1 + K
     assert set(np.unique(label[flags])) == {1 + K + t for t in range(K)}
@@ -104,7 +104,7 @@ def test_permuting_the_flags_changes_only_flags_and_classes(index):
     side = outs[0][2]["side"]
     flags = np.zeros((CFG.size, CFG.size), bool)
     for room in room_bounds(CFG.size):
-        flags[flag_region(side, CFG.size, CFG.flag_frac, room)] = True
+        flags[flag_region(side, CFG.size, CFG, room)] = True
     base_img, base_label, _ = outs[0]
     for img, label, meta in outs:
         assert np.array_equal(img[~flags], base_img[~flags])
@@ -114,22 +114,24 @@ def test_permuting_the_flags_changes_only_flags_and_classes(index):
 
 
 def test_one_global_fact_cannot_decide_a_player():
-    """The set of flag colours is the same in every image, each room's team is equally often
-    each colour, and players look alike (neutral grey, one distribution) whatever their team:
-    what decides a player is which flag shares its room."""
+    """The set of flag colours is the same in every image and each room's team is equally often
+    each colour; a player's colour is set by its room's floor (the key it shares with its
+    flag), and players of each team look alike on average: what decides a player is which flag
+    shares its room."""
     counts = np.zeros((K, K), int)  # room x team
-    greys: dict[int, list[float]] = {t: [] for t in range(K)}
+    looks: dict[int, list[float]] = {t: [] for t in range(K)}
     for i in range(120):
         img, label, meta = draw_sample(sample_rng(2, "train", i), CFG)
+        floors = np.asarray(meta["floors"])
         for r, t in enumerate(meta["teams"]):
             counts[r, t] += 1
-        px = img[(label >= 1) & (label <= K)].astype(float)
-        assert (px[:, 0] == px[:, 1]).all() and (px[:, 1] == px[:, 2]).all()
         for r, mask in player_rooms(label, meta["side"], CFG.size):
-            greys[meta["teams"][r]].append(img[mask].mean())
+            px = img[mask].astype(float).mean(0)  # its hue is its room floor's hue
+            assert np.corrcoef(px, floors[r])[0, 1] > 0.9
+            looks[meta["teams"][r]].append(px.mean())
     assert counts.min() >= 25  # 40 expected per cell
-    means = [np.mean(v) for v in greys.values()]
-    assert max(means) - min(means) < 6.0  # the grey range is 185..245
+    means = [np.mean(v) for v in looks.values()]
+    assert max(means) - min(means) < 6.0
 
 
 @pytest.mark.parametrize("index", range(10))
