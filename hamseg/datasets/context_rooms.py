@@ -41,7 +41,7 @@ __all__ = [
     "sample_rng",
 ]
 #: Version of the design; bumped whenever the same options would draw different images.
-DESIGN_VERSION = 2
+DESIGN_VERSION = 3
 #: Written into the dataset folder with the options.
 INFO_NAME = "context_rooms.json"
 
@@ -49,12 +49,12 @@ INFO_NAME = "context_rooms.json"
 @dataclass
 class ContextRoomsConfig:
     """Generator options (sizes in pixels or fractions of ``size``): ``players`` per room (a
-    range), the flag's depth ``flag_frac`` and its ``flag_margin`` from the wall and the room's
-    sides, the players' radius ``object_frac``, how much of its room's floor colour tints a
-    player (``player_tint``, 0: neutral grey) and the smallest RGB distance between two rooms'
-    floors, ``min_floor_gap``; floors are drawn in HSV with saturation ``floor_saturation`` and
-    value ``floor_value`` (ranges), their hues at least ``min_hue_gap`` (a fraction of the
-    circle) apart."""
+    range); the flag's depth ``flag_frac``, its ``flag_margin`` from the wall and the room's sides
+    and the width of its stripes in the room's player colour (``stripe``, px); the players'
+    radius ``object_frac`` and how much of its room's floor colour tints a player
+    (``player_tint``, 0: neutral grey); floors drawn in HSV with saturation ``floor_saturation``
+    and value ``floor_value`` (ranges), their hues at least ``min_hue_gap`` (a fraction of the
+    circle) and their RGB colours at least ``min_floor_gap`` apart."""
 
     size: int = 128
     num_train: int = 400
@@ -63,6 +63,7 @@ class ContextRoomsConfig:
     players: tuple[int, int] = field(default=(1, 3))
     flag_frac: float = 0.125
     flag_margin: float = 0.03
+    stripe: int = 3
     object_frac: tuple[float, float] = field(default=(0.06, 0.1))
     player_tint: float = 0.5
     min_floor_gap: float = 40.0
@@ -148,6 +149,15 @@ def draw_sample(
         flag_rgb = np.asarray(TEAM_COLOURS[team], np.float64) + rng.uniform(-15, 15, size=3)
         band = (rows.stop - rows.start, cols.stop - cols.start, 3)
         img[rows, cols] = flag_rgb + rng.normal(0.0, 6.0, size=band)
+        # stripes across the flag in the room's player colour: the key it shares with them
+        key = 215.0 + cfg.player_tint * (floor * 230.0 / max(floor.max(), 1.0) - 215.0)
+        stripes = np.zeros((size, size), bool)
+        stripes[rows, cols] = True
+        along_wall = (
+            np.arange(size)[None, :] if side in ("top", "bottom") else np.arange(size)[:, None]
+        )
+        stripes &= (along_wall // cfg.stripe) % 2 == 1
+        img[stripes] = key
         label[rows, cols] = 1 + k + team
         # the room's far half, in image coordinates: x along columns, y along rows
         along = (h, size) if side in ("left", "top") else (0, size - h)

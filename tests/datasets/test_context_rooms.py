@@ -33,9 +33,11 @@ TINY = ContextRoomsConfig(size=96, num_train=4, num_val=3, seed=5)
 
 
 def read_team(img: np.ndarray, region: tuple[slice, slice]) -> int:
-    """The team whose colour is nearest to the mean colour of a flag's pixels."""
-    mean = img[region].reshape(-1, 3).mean(0)
-    return int(np.argmin([np.linalg.norm(mean - np.asarray(c)) for c in TEAM_COLOURS]))
+    """The team whose colour most of a flag's pixels are nearest to (its stripes in the room's
+    player colour are the rest)."""
+    px = img[region].reshape(-1, 1, 3).astype(float)
+    dist = np.linalg.norm(px - np.asarray(TEAM_COLOURS, float)[None], axis=2)
+    return int(np.bincount(dist.argmin(1)[dist.min(1) < 60], minlength=K).argmax())
 
 
 def player_rooms(label: np.ndarray, side: str, size: int) -> list[tuple[int, np.ndarray]]:
@@ -136,14 +138,20 @@ def test_one_global_fact_cannot_decide_a_player():
 
 @pytest.mark.parametrize("index", range(10))
 def test_rooms_have_distinct_floors_around_their_players(index):
-    """The floor next to a player is its room's floor colour (the cue that links it to its
-    flag), at least ``min_floor_gap`` from the other rooms' floors."""
+    """Half of each flag is striped in its room's player colour (the key it shares with them);
+    the floor next to a player is its room's floor, at least ``min_floor_gap`` from the other
+    rooms' floors."""
     import cv2
 
     img, label, meta = draw_sample(sample_rng(3, "train", index), CFG)
     floors = np.asarray(meta["floors"])
     gaps = np.linalg.norm(floors[:, None] - floors[None], axis=-1)
     assert gaps[np.triu_indices(K, 1)].min() >= CFG.min_floor_gap
+    for r, room in enumerate(room_bounds(CFG.size)):  # the flag's stripes: the players' colour
+        bright = floors[r] * 230.0 / floors[r].max()
+        key = np.round(215.0 + CFG.player_tint * (bright - 215.0))
+        px = img[flag_region(meta["side"], CFG.size, CFG, room)].reshape(-1, 3)
+        assert (np.abs(px - key).max(1) == 0).mean() == pytest.approx(0.5, abs=0.1)
     for r, mask in player_rooms(label, meta["side"], CFG.size):
         ring = cv2.dilate(mask.astype(np.uint8), np.ones((7, 7), np.uint8)).astype(bool)
         ring &= label == 0
