@@ -77,8 +77,8 @@ def summary_rows(
                 row["x_reference"] = statistics.median(ratios)
         rows.append(row)
     best = best_by_median({r["key"]: r["values"] for r in rows}) if rows else None
-    for row in rows:
-        row["best"] = row["key"] == best
+    for row in rows:  # with one seed per head there is no best: no test can tell
+        row["best"] = row["key"] == best and len(row["values"]) > 1
         values = next(r["values"] for r in rows if r["key"] == best)
         enough = len(row["values"]) > 1 and len(values) > 1
         row["test"] = rank_test(row["values"], values) if enough and not row["best"] else None

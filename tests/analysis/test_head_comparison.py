@@ -117,6 +117,7 @@ def test_one_seed_prints_no_interval_and_no_test():
     )
     lines = report.markdown_table(rows, "paper", 90.0)
     assert "| FCN | **63.5** (1 seed) | - | 0/1 | - | - |" in lines[2]
+    assert "best" not in "\n".join(lines[2:])
     assert "±" not in "\n".join(lines) and "+-" not in "\n".join(lines)
     assert "One seed per head" in report.notes(rows, "paper", 5)
 
