@@ -27,9 +27,8 @@ def main(argv: list[str] | None = None) -> None:
     add("--threads", type=int, default=2, help="torch.set_num_threads (CPU)")
     add("--rank", type=int, default=64, help="r of the hams, bases of EMA")
     add("--steps", type=int, default=6, help="K of the hams")
-    add("--runs", type=int, default=7, help="timed runs (median, spread)")
+    add("--runs", type=int, default=7, help="timed runs per module, in turn (median, spread)")
     add("--warmup", type=int, default=1)
-    add("--budget", type=float, default=60.0, help="seconds per timing after 3 runs")
     add("--rate-size", type=int, default=2048, help="side of the matmul setting the floors")
     add("--modules", nargs="+", choices=list(SPECS), default=None)
     add("--no-memory", action="store_true", help="skip the peak-memory runs")
@@ -41,8 +40,15 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     device = select_device(args.device, args.threads)
     os.makedirs(args.out_dir, exist_ok=True)  # fail before measuring, not after
-    st = context.Settings(tuple(args.shape), device, args.rank, args.steps, args.runs,
-                          args.warmup, args.budget, memory=not args.no_memory)  # fmt: skip
+    st = context.Settings(
+        tuple(args.shape),
+        device,
+        args.rank,
+        args.steps,
+        args.runs,
+        args.warmup,
+        memory=not args.no_memory,
+    )
     if args.sweep:
         result = context.run_sweep(st, args.sizes, args.modules, args.max_pairwise_gb)
         text, plot, name = context.sweep_markdown(result), context.sweep_plot, "benchmark_sweep"

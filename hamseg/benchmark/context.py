@@ -8,7 +8,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import Tensor, nn
@@ -24,8 +24,8 @@ METRICS = ("infer_ms", "train_ms", "infer_mem_mb", "train_mem_mb")
 
 @dataclass
 class Settings:
-    """Input ``shape`` (B, C, H, W), ``rank`` r, ``steps`` K, timing (:func:`.measure.time_fn`);
-    ``memory``: peak memory, ``count``: MACs and FLOPs."""
+    """Input ``shape`` (B, C, H, W), ``rank`` r, ``steps`` K, timing (``runs`` per module, taking
+    turns, after ``warmup``); ``memory``: peak memory, ``count``: MACs and FLOPs."""
 
     shape: tuple[int, int, int, int]
     device: torch.device
@@ -33,7 +33,6 @@ class Settings:
     steps: int
     runs: int
     warmup: int
-    budget: float
     memory: bool = True
     count: bool = True
 
@@ -65,36 +64,59 @@ def _count(row: dict, spec: Spec, st: Settings, module: nn.Module, x: Tensor, gr
     row["macs_run_hand"] = M.hamburger_macs(*args, path="fast" if fast else "module")["total"]
 
 
-def measure_row(spec: Spec, st: Settings, rate: float | None = None) -> dict[str, Any]:
-    """Params, MACs, times (median, all, spread), floors at ``rate`` and peak memory of one module:
-    eval under ``no_grad``; train mode ``out.backward(g)``, fixed g, gradients reset per run."""
+def prepare_row(spec: Spec, st: Settings) -> tuple[dict[str, Any], dict[str, Callable]]:
+    """A module's row (params; MACs and FLOPs if ``st.count``) and its two timed calls:
+    'infer' (eval, ``no_grad``) and 'train' (train mode, ``out.backward(g)``, fixed g, gradients
+    reset per call), each setting its module's mode first."""
     torch.manual_seed(0)
     module = spec.build(st.shape[1], st.rank, st.steps).to(st.device)
-    x, grad = torch.randn(2, *st.shape, generator=torch.Generator().manual_seed(1)).to(st.device)
+    x = torch.randn(st.shape, generator=torch.Generator().manual_seed(1)).to(st.device)
     row: dict[str, Any] = dict(key=spec.key, label=spec.label, config=spec.config)
     row["params"] = sum(p.numel() for p in module.parameters())
+    module.eval()
+    with torch.no_grad():
+        grad = torch.randn(module(x).shape, generator=torch.Generator().manual_seed(2))
+    grad = grad.to(st.device)
     if st.count:
         _count(row, spec, st, module, x, grad)
     xr = x.detach().clone().requires_grad_(True)
 
     def infer() -> None:
+        module.eval()
         with torch.no_grad():
             module(x)
 
     def train() -> None:
+        module.train()
         module.zero_grad(set_to_none=True)
         xr.grad = None
         module(xr).backward(grad)
 
-    calls = (("infer", infer, False), ("train", train, True))
-    for name, fn, mode in calls:
-        module.train(mode)
-        t = M.time_fn(fn, st.device, st.runs, st.warmup, st.budget)
-        row[f"{name}_ms"], row[f"{name}_runs"] = 1e3 * statistics.median(t), len(t)
-        row[f"{name}_ms_all"], row[f"{name}_spread"] = [1e3 * v for v in t], M.spread(t)
-    for name, fn, mode in calls if st.memory else ():
-        module.train(mode)
-        row[f"{name}_mem_mb"] = M.peak_memory(fn, st.device) / M.MIB
+    return row, dict(infer=infer, train=train)
+
+
+def _time_interleaved(rows: list[dict], calls: list[dict[str, Callable]], st: Settings) -> None:
+    """Time every row's calls, the rows taking turns run by run (:func:`.measure.alternate`), so
+    that a change in the machine's load reaches every row alike; then peak memory."""
+    for name in ("infer", "train"):
+        for call in calls:
+            for _ in range(st.warmup - 1):  # alternate() warms each up once
+                call[name]()
+        times = M.alternate({i: c[name] for i, c in enumerate(calls)}, st.device, st.runs)
+        for i, row in enumerate(rows):
+            t = times[i]
+            row[f"{name}_ms"], row[f"{name}_runs"] = 1e3 * statistics.median(t), len(t)
+            row[f"{name}_ms_all"], row[f"{name}_spread"] = [1e3 * v for v in t], M.spread(t)
+    for row, call in zip(rows, calls) if st.memory else ():
+        for name in ("infer", "train"):
+            row[f"{name}_mem_mb"] = M.peak_memory(call[name], st.device) / M.MIB
+
+
+def measure_row(spec: Spec, st: Settings, rate: float | None = None) -> dict[str, Any]:
+    """Params, MACs, times (median, all, spread), floors at ``rate`` and peak memory of one
+    module (:func:`prepare_row`)."""
+    row, calls = prepare_row(spec, st)
+    _time_interleaved([row], [calls], st)
     if st.count and rate:
         set_floors(row, rate)
     return row
@@ -106,27 +128,38 @@ def _environment(st: Settings, **extra: Any) -> dict[str, Any]:
 
 
 def run_table(st: Settings, keys: Sequence[str] | None = None, rate_size: int = 2048) -> dict:
-    """``env``, ``rows``, ``targets``, ... of the modules ``keys`` (default: the default rows);
-    floors at the higher fp32 matmul rate (``rate_size``^3) of two, at start and at end."""
+    """``env``, ``rows``, ``targets``, ... of the modules ``keys`` (default: the default rows),
+    timed interleaved (:func:`_time_interleaved`); floors at the higher fp32 matmul rate
+    (``rate_size``^3) of two, at start and at end."""
     env = _environment(st, shape=list(st.shape), rate_size=rate_size)
     env["rate_start"] = M.matmul_rate(st.device, rate_size)
-    rows = []
+    rows, calls = [], []
     for key in keys or [k for k, spec in SPECS.items() if spec.default]:
-        print(f"[benchmark] {key} ...", flush=True)
-        rows.append(r := measure_row(SPECS[key], st, env["rate_start"]))
-        print(
-            f"[benchmark]   params {r['params'] / M.MIB:.2f}M  MACs {r['macs'] / 1e9:.2f}G  "
-            f"infer {r['infer_ms']:.1f} ms (floor {r['infer_floor_ms']:.1f})  "
-            f"fwd+bwd {r['train_ms']:.1f} ms (floor {r['train_floor_ms']:.1f})",
-            flush=True,
-        )
+        print(f"[benchmark] {key}: built and counted", flush=True)
+        row, call = prepare_row(SPECS[key], st)
+        rows.append(row)
+        calls.append(call)
+    print(f"[benchmark] timing {len(rows)} modules in turn, {st.runs} runs each", flush=True)
+    _time_interleaved(rows, calls, st)
     env["rate_end"] = M.matmul_rate(st.device, rate_size)
     env["rate"] = max(env["rate_start"], env["rate_end"])
-    for row in rows:
-        set_floors(row, env["rate"])
+    for r in rows:
+        if st.count:
+            set_floors(r, env["rate"])
+        print(
+            f"[benchmark]   {r['label']}: params {r['params'] / M.MIB:.2f}M  "
+            f"MACs {r.get('macs', 0) / 1e9:.2f}G  infer {r['infer_ms']:.1f} ms  "
+            f"fwd+bwd {r['train_ms']:.1f} ms",
+            flush=True,
+        )
     targets = evaluate_targets({r["key"]: r for r in rows}, tuple(st.shape))
-    return dict(env=env, rows=rows, targets=targets, paper_table3=PAPER_TABLE3,
-                not_available=NOT_AVAILABLE)  # fmt: skip
+    return dict(
+        env=env,
+        rows=rows,
+        targets=targets,
+        paper_table3=PAPER_TABLE3,
+        not_available=NOT_AVAILABLE,
+    )
 
 
 def evaluate_targets(rows: dict[str, dict], shape: tuple[int, ...]) -> list[dict[str, Any]]:
@@ -178,8 +211,9 @@ def _header(env: dict[str, Any], what: str) -> str:
     name = env.get("gpu") if env["device"].startswith("cuda") else env["cpu"]
     return (
         f"{what}, {env['device']}, {env['threads']} threads, r={env['rank']}, K={env['steps']}; "
-        f"median of up to {env['runs']} runs after {env['warmup']} warm-up; spread: (max - min) "
-        f"/ median of the runs, inference / forward+backward. {name}; torch {env['torch']}."
+        f"median of {env['runs']} runs after {env['warmup']} warm-up, the modules taking turns "
+        "run by run; spread: (max - min) / median of the runs, inference / forward+backward. "
+        f"{name}; torch {env['torch']}."
     )
 
 

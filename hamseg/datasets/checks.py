@@ -31,22 +31,27 @@ from hamseg.utils.progress_map import map_with_progress
 from .loading import CheckedLoadAnnotations, CheckedLoadImageFromFile, InvalidSampleError
 
 #: Where the converters and the configs put each known dataset by default.
-DEVKIT, CONTEXT_SHAPES = "data/VOCdevkit", "data/context_shapes"
+DEVKIT = "data/VOCdevkit"
+GENERATED = {"context_shapes": "data/context_shapes", "context_rooms": "data/context_rooms"}
 
 
-def prepare_commands(devkit: str = DEVKIT, context_shapes: str = CONTEXT_SHAPES) -> dict[str, str]:
+def prepare_commands(devkit: str = DEVKIT, generated: str | None = None) -> dict[str, str]:
     """Exact commands that prepare each known dataset (run from the repository root) into the
-    given folders: 'voc_aug', 'pascal_context', 'context_shapes'."""
+    given folders (``generated``: the generated task's folder, else each task's default):
+    'voc_aug', 'pascal_context', 'context_shapes', 'context_rooms'."""
 
     def command(script: str, *args: str) -> str:
         return "python " + shlex.join([f"tools/dataset_converters/{script}", *args])
 
-    out = () if context_shapes == CONTEXT_SHAPES else ("--out-dir", context_shapes)
+    def out(task: str) -> tuple[str, ...]:
+        return () if generated in (None, GENERATED[task]) else ("--out-dir", generated)
+
     context_json = osp.join(devkit, "VOC2010", "trainval_merged.json")
     return {
         "voc_aug": command("voc_aug.py", devkit, osp.join(devkit, "VOCaug")),
         "pascal_context": command("pascal_context.py", devkit, context_json),
-        "context_shapes": command("generate_context_shapes.py", *out),
+        "context_shapes": command("generate_context_shapes.py", *out("context_shapes")),
+        "context_rooms": command("generate_context_rooms.py", *out("context_rooms")),
     }
 
 
@@ -54,6 +59,7 @@ def prepare_commands(devkit: str = DEVKIT, context_shapes: str = CONTEXT_SHAPES)
 PREPARE_VOC_AUG = prepare_commands()["voc_aug"]
 PREPARE_CONTEXT = prepare_commands()["pascal_context"]
 PREPARE_CONTEXT_SHAPES = prepare_commands()["context_shapes"]
+PREPARE_CONTEXT_ROOMS = prepare_commands()["context_rooms"]
 #: The VOC 2012 test images come only from the VOC evaluation server (no converter).
 GET_VOC_TEST = (
     "Download VOC2012test.tar from the PASCAL VOC evaluation server (after registering) and "
@@ -148,7 +154,9 @@ def prepare_hint(dataset_cfg: dict, path: str) -> str:
     text = f"{text} {path}".lower().replace("\\", "/")
     voc = "voc" in text or kind == "PascalVOCDataset"
     root = str(dataset_cfg.get("data_root") or "")
-    commands = prepare_commands(_devkit(root), osp.normpath(root) if root else CONTEXT_SHAPES)
+    commands = prepare_commands(_devkit(root), osp.normpath(root) if root else None)
+    if "context_rooms" in text or kind == "ContextRoomsDataset":
+        return f"Generate it with: {commands['context_rooms']}"
     if "context_shapes" in text or kind == "ContextShapesDataset":
         return f"Generate it with: {commands['context_shapes']}"
     if "voc2010" in text or "pascalcontext" in kind.lower():

@@ -7,9 +7,6 @@ with ``(design version, seed, s, i)``: the same options write the same bytes. do
 
 from __future__ import annotations
 
-import json
-import os
-import os.path as osp
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
@@ -17,7 +14,8 @@ import cv2
 import numpy as np
 from mmseg.datasets import BaseSegDataset
 from mmseg.registry import DATASETS
-from tqdm import tqdm
+
+from .generated import SPLITS, is_complete, write_dataset
 
 #: Version of the design; bumped whenever the same options would draw different images.
 DESIGN_VERSION = 1
@@ -35,8 +33,8 @@ PALETTE: list[list[int]] = (
 
 SIDES = ("left", "right", "top", "bottom")
 SHAPES = ("circle", "square", "triangle", "diamond")
-SPLITS = ("train", "val")
-DIRS = ("img_dir", "ann_dir")
+#: Written into the dataset folder with the options.
+INFO_NAME = "context_shapes.json"
 
 
 @dataclass
@@ -63,7 +61,7 @@ class ContextShapesConfig:
         }
 
 
-def _shape_mask(shape: str, cx: float, cy: float, r: float, size: int) -> np.ndarray:
+def shape_mask(shape: str, cx: float, cy: float, r: float, size: int) -> np.ndarray:
     """Boolean mask of one player of the given shape, centre and radius."""
     mask = np.zeros((size, size), np.uint8)
     if shape == "circle":
@@ -121,7 +119,7 @@ def draw_sample(
         cx = rng.uniform(x0 + r + 1, x1 - r - 1)
         cy = rng.uniform(y0 + r + 1, y1 - r - 1)
         shape = SHAPES[int(rng.integers(len(SHAPES)))]
-        mask = _shape_mask(shape, cx, cy, r, size)
+        mask = shape_mask(shape, cx, cy, r, size)
         grown = cv2.dilate(mask.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
         if (grown & occupied).any():
             continue
@@ -142,17 +140,7 @@ def sample_rng(seed: int, split: str, index: int) -> np.random.Generator:
 
 def is_generated(out_dir: str, cfg: Optional[ContextShapesConfig] = None) -> bool:
     """Whether ``out_dir`` holds a complete dataset of this design version (and of ``cfg``)."""
-    info_path = osp.join(out_dir, "context_shapes.json")
-    if not osp.isfile(info_path):
-        return False
-    with open(info_path, encoding="utf-8") as f:
-        info = json.load(f)
-    if info.get("design_version") != DESIGN_VERSION or cfg is not None and info != cfg.to_json():
-        return False  # another generator version draws different images
-    folders = [(osp.join(out_dir, sub, s), info[f"num_{s}"]) for s in SPLITS for sub in DIRS]
-    return all(
-        osp.isdir(d) and sum(p.endswith(".png") for p in os.listdir(d)) == n for d, n in folders
-    )
+    return is_complete(out_dir, INFO_NAME, DESIGN_VERSION, cfg.to_json() if cfg else None)
 
 
 def generate_context_shapes(
@@ -164,28 +152,11 @@ def generate_context_shapes(
     cfg = cfg or ContextShapesConfig()
     if cfg.min_objects < 1 or cfg.max_objects < cfg.min_objects:
         raise ValueError("need 1 <= min_objects <= max_objects")
-    info_path = osp.join(out_dir, "context_shapes.json")
-    if osp.exists(info_path):
-        os.remove(info_path)
-    jobs = [(s, i) for s in SPLITS for i in range(getattr(cfg, f"num_{s}"))]
-    for split in SPLITS:
-        for sub in DIRS:
-            d = osp.join(out_dir, sub, split)
-            os.makedirs(d, exist_ok=True)
-            for p in os.listdir(d):  # stale files of a larger previous run
-                if p.endswith(".png") and int(p[:-4]) >= getattr(cfg, f"num_{split}"):
-                    os.remove(osp.join(d, p))
-    for split, i in tqdm(jobs, desc="context shapes", unit="img", disable=not progress):
-        arrays = draw_sample(sample_rng(cfg.seed, split, i), cfg)[:2]  # image, label map
-        for sub, array in zip(DIRS, arrays):  # fixed compression: the same bytes every time
-            path = osp.join(out_dir, sub, split, f"{i:06d}.png")
-            array = cv2.cvtColor(array, cv2.COLOR_RGB2BGR) if array.ndim == 3 else array
-            if not cv2.imwrite(path, array, [cv2.IMWRITE_PNG_COMPRESSION, 3]):
-                raise OSError(f"could not write {path}")
-    info = cfg.to_json()
-    with open(info_path, "w", encoding="utf-8") as f:
-        json.dump(info, f, indent=2)
-    return info
+
+    def draw(split: str, index: int) -> tuple[np.ndarray, np.ndarray]:
+        return draw_sample(sample_rng(cfg.seed, split, index), cfg)[:2]
+
+    return write_dataset(out_dir, INFO_NAME, cfg.to_json(), draw, progress)
 
 
 @DATASETS.register_module()

@@ -12,16 +12,61 @@ import pytest
 import torch
 
 from hamseg.benchmark.context import evaluate_targets, loglog_slope
-from hamseg.benchmark.zoo import PAPER_SHAPE, SPECS
+from hamseg.benchmark.zoo import PAPER_SHAPE, PAPER_TABLE3, SPECS
 from tests.benchmark.tools import run_tool
 
 
-def test_every_module_maps_the_tensor_to_its_shape():
+def test_every_module_maps_the_tensor_to_its_positions():
+    """C channels out, but APC (its merge: C/2) and DM (four C-wide branches: 4C)."""
     x = torch.randn(2, 16, 6, 7)
+    channels = dict(apc=8, dm=64)
     for key, spec in SPECS.items():
         module = spec.build(16, 4, 2).eval()
         with torch.no_grad():
-            assert module(x).shape == x.shape, key
+            assert module(x).shape == (2, channels.get(key, 16), 6, 7), key
+
+
+def test_rows_with_a_table3_entry_have_its_parameter_count():
+    """At C = 512 every row with a Table 3 entry (DA, APC, DM at its sizes) is within 1% of the
+    paper's count (M = 2**20); A2 and ACF also by the hand count of their 1x1 convs."""
+    for key, spec in SPECS.items():
+        if spec.paper is None:
+            continue
+        params = sum(p.numel() for p in spec.build(512, 64, 6).parameters())
+        assert params / 2**20 == pytest.approx(PAPER_TABLE3[spec.paper][0], rel=0.01), key
+    conv = 512 * 512 + 512  # a 1x1 conv C -> C with bias
+    a2 = sum(p.numel() for p in SPECS["a2"].build(512, 64, 6).parameters())
+    assert a2 == 3 * conv + 512 * 512 + 2 * 512  # A, B, V with bias; W without, + BN
+    acf = sum(p.numel() for p in SPECS["acf"].build(512, 64, 6).parameters())
+    assert acf == 4 * (512 * 256 + 256) + 512 * 512 + 2 * 512  # phi psi rho gamma; out + BN
+
+
+def test_double_attention_and_acf_average_when_their_maps_are_uniform():
+    """Zero logits: A^2 gathers the mean feature and distributes it evenly (out = x + mean x
+    with identity maps); ACF's aggregate is the mean of rho(x)."""
+    from hamseg.benchmark.comparators import CooccurrentFeatures, DoubleAttention
+
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 5, 4)
+    a2 = DoubleAttention(3).eval()
+    with torch.no_grad():
+        for conv in (a2.features, a2.restore.conv):
+            conv.weight.copy_(torch.eye(3).view(3, 3, 1, 1))
+        for conv in (a2.gather, a2.distribute):
+            conv.weight.zero_()
+            conv.bias.zero_()
+        a2.features.bias.zero_()
+        out = a2(x)
+    assert torch.allclose(out, x + x.mean(dim=(2, 3), keepdim=True), atol=1e-5)
+    acf = CooccurrentFeatures(4).eval()
+    x = torch.randn(1, 4, 3, 5)
+    with torch.no_grad():
+        for conv in (acf.phi, acf.psi):
+            conv.weight.zero_()
+        context = acf.rho(x).mean(dim=(2, 3), keepdim=True).expand(-1, -1, 3, 5)
+        prior = acf.gamma(x.mean(dim=(2, 3), keepdim=True)).expand(-1, -1, 3, 5)
+        expected = acf.out(torch.cat([context, prior], dim=1))
+        assert torch.allclose(acf(x), expected, atol=1e-5)
 
 
 def test_targets_are_evaluated():
@@ -87,7 +132,11 @@ def test_table_mode_writes_its_files(tmp_path):
     text = (out / "benchmark_context.md").read_text()
     assert "| Ham (NMF) |" in text and "| spread |" in text and "| Target |" in text
     # printed: a progress line per module, the report, the files written
-    assert [line.split()[1] for line in printed.splitlines() if line.endswith(" ...")] == modules
+    built = [
+        line.split()[1] for line in printed.splitlines() if line.endswith(": built and counted")
+    ]
+    assert built == [f"{m}:" for m in modules]
+    assert f"timing {len(modules)} modules in turn, 2 runs each" in printed
     assert text in printed
     base = out / "benchmark_context"
     assert printed.rstrip().endswith(f"[benchmark] wrote {base}.md, {base}.json, {base}.png")

@@ -113,9 +113,9 @@ def measured_demo_metrics() -> dict[str, dict[str, float]]:
     """Config -> the metrics its metafile entry must have, from every table that
     tools/compare_demo_heads.py wrote (docs/demo_results*.md): over several seeds the mean
     ``mIoU`` and ``mIoU std (N seeds)``, over one seed ``mIoU (1 seed)``."""
-    from hamseg.apis.demo import HEADS
+    from hamseg.analysis.head_comparison import HEADS
 
-    configs = dict(HEADS.values())  # label in the tables -> config
+    configs = {h.label: h.config for h in HEADS.values()}  # label in the tables -> config
     measured = {}
     for path in sorted(glob.glob(osp.join(REPO, "docs", "demo_results*.md"))):
         for cells in table_rows(path):
