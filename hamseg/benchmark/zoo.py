@@ -20,7 +20,7 @@ from mmseg.models.decode_heads.ham_head import Hamburger as MMSegHamburger
 from torch import Tensor, nn
 
 from hamseg.models import AttnConv, Hamburger, PolyNL
-from hamseg.models.decompositions import SEEDED_EVAL
+from hamseg.models.decompositions import EVAL_PROTOCOLS
 
 from .comparators import CooccurrentFeatures, DoubleAttention
 
@@ -158,10 +158,10 @@ _ROWS = [
     *(row for kind, desc in _HAM_DESC.items() for row in _ham_rows(kind, desc)),
     Spec(
         key="ham_nmf_eval12",
-        label="Ham (NMF), 12-draw evaluation",
-        config="as Ham (NMF), evaluated as HamHead by default: the mean of 12 seeded draws "
+        label="Ham (NMF), 12-draw ensemble evaluation",
+        config="as Ham (NMF), evaluated with hamseg's ensemble: the mean of 12 seeded draws "
         "(eval_seed=0, eval_draws=12; training is one draw, as Ham (NMF))",
-        build=_ham("NMF", "one_step", **SEEDED_EVAL),
+        build=_ham("NMF", "one_step", **EVAL_PROTOCOLS["ensemble"]),
     ),
     Spec(
         key="ham_nmf_release",
