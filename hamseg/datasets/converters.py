@@ -27,7 +27,7 @@ from .loading import InvalidSampleError
 #: Sizes of the real lists (paper App. D: 10,582 training images).
 TRAINAUG_LEN, VOC_TRAIN_LEN = 10582, 1464
 #: The release's SegmentationClassAug: SBD's 11,355 class maps and VOC 2012's 2,913 trainval
-#: labels, 2,237 images in both (docs/recipes.md, "Stage 2's labels").
+#: labels, 2,237 images in both (docs/recipes.md, "Known differences from the release").
 RELEASE_AUG_LEN = 12031
 #: The 59 Context classes as ids of the 459-label set (labels.txt numbering); sorted by id, which
 #: is also mmseg's ``PascalContextDataset59`` class order.
@@ -154,7 +154,7 @@ def build_trainaug(
     With ``voc_labels``, VOC 2012's trainval labels (``SegmentationClass``, trainval.txt) are
     written into the folder too, replacing SBD's where SBD has the image: the release's
     SegmentationClassAug of 12,031 labels, built as DeepLab's recipe builds it (VOC's label wins;
-    docs/recipes.md, "Stage 2's labels").
+    docs/recipes.md, "Known differences from the release").
     """
     voc = osp.join(devkit_path, "VOC2012")
     sets = osp.join(voc, "ImageSets", "Segmentation")

@@ -119,6 +119,7 @@ def test_sections_named_in_code_and_docs_exist():
     missing = []
     for path in CODE + PAGES:
         for doc, section in SECTION.findall(read(path)):
+            section = " ".join(section.split())  # a name wrapped over two lines
             target = osp.join(REPO, doc + (".md" if doc.endswith("README") else ""))
             titles = [h.replace("`", "") for h in headings(target)] if osp.exists(target) else []
             if not any(title.startswith(section) for title in titles):  # a heading's start

@@ -7,7 +7,7 @@
 ``SegmentationClassAug/<id>.png`` and ``ImageSets/Segmentation/{aug,trainaug}.txt`` into
 ``data/VOCdevkit/VOC2012`` (data/README.md). ``--voc-labels`` also writes VOC 2012's trainval
 labels into SegmentationClassAug (VOC's label wins where SBD has the image): the release's 12,031
-labels, which its stage 2 reads (docs/recipes.md, "Stage 2's labels").
+labels, which its stage 2 reads (docs/recipes.md, "Known differences from the release").
 """
 
 from __future__ import annotations
