@@ -219,7 +219,8 @@ def test_readme_tables_agree_with_the_metafile(folder):
 def test_the_index_says_where_weights_are_and_why_results_are_missing():
     with open(osp.join(REPO, "model-index.yml"), encoding="utf-8") as f:
         assert "local path relative to the folder\n# training ran in" in f.read()
-    without = [m["Name"] for m in models() if "Results" not in m and not not_trained_here(m)]
+    hamnet = [m for m in models() if m["Config"].startswith("configs/hamnet/")]
+    without = [m["Name"] for m in hamnet if "Results" not in m and not not_trained_here(m)]
     with open(osp.join(REPO, "configs", "hamnet", "metafile.yaml"), encoding="utf-8") as f:
         header = f.read().split("Collections:")[0]
     assert len(without) == 4 and "Four models have no Results" in header
