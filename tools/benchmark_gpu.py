@@ -122,7 +122,8 @@ def run_part(
         variants += [v for v in iteration_variants(args.precisions) if v.channels_last]
         return [G.profile_iteration(bench, v) for v in variants]
     if part == "hamburger":
-        shape, head = tuple(args.shape), tuple(args.head_shape)
+        shape = tuple(args.shape)
+        head = tuple(args.head_shape)
         return dict(
             inference=G.hamburger_inference_rows(shape, device, runs=args.runs),
             draws_table3=G.draw_rows(shape, device, runs=args.runs),

@@ -27,8 +27,9 @@ def _run(key, seed, value, kind="context", curve=(), other=None):
     if kind == "ham":
         ev = dict(paper=[value - 1.0, value + 1.0], ensemble=other)
     result = dict(max_iters=500, params=1_000_000, head_params=350_000)
-    return dict(key=key, name=key.upper(), kind=kind, seed=seed, result=result,
-                curve=list(curve), eval=ev)  # fmt: skip
+    return dict(
+        key=key, name=key.upper(), kind=kind, seed=seed, result=result, curve=list(curve), eval=ev
+    )
 
 
 def test_heads_controls_and_variants():

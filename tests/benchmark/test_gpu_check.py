@@ -90,11 +90,22 @@ def _fixtures() -> dict[str, tuple[dict, str]]:
     }
     seg = dict(
         rows=[
-            dict(part="decode head", time_ours=0.0421, time_mmseg=0.0512, time_ratio=0.8222656,
-                 spread=0.031, mem_ours=123456789, mem_mmseg=234567890, mem_ratio=0.5263),
+            dict(
+                part="decode head",
+                time_ours=0.0421,
+                time_mmseg=0.0512,
+                time_ratio=0.8222656,
+                spread=0.031,
+                mem_ours=123456789,
+                mem_mmseg=234567890,
+                mem_ratio=0.5263,
+            ),
         ],
-        batch=2, size=512, runs=5, device="cuda:0",
-    )  # fmt: skip
+        batch=2,
+        size=512,
+        runs=5,
+        device="cuda:0",
+    )
     latency = [
         dict(
             backend="ORT int8",

@@ -82,7 +82,8 @@ def load_commit(commit: str) -> dict[str, types.ModuleType]:
             with open(path, encoding="utf-8") as f:
                 source = f.read().replace("from hamseg.", f"from {package}.")
             module = types.ModuleType(dotted)
-            module.__file__, module.__package__ = path, dotted.rsplit(".", 1)[0]
+            module.__file__ = path
+            module.__package__ = dotted.rsplit(".", 1)[0]
             sys.modules[dotted] = module
             with mock.patch.object(MODELS, "register_module", lambda **kw: lambda cls: cls):
                 exec(compile(source, path, "exec"), module.__dict__)
@@ -108,7 +109,8 @@ def relative_difference(new: nn.Module, ref: nn.Module, x: torch.Tensor) -> floa
     """Max |new - old| / max |old| of the two blocks' inference from one given dictionary."""
     bases = F.normalize(torch.rand(x.shape[0], x.shape[1], 64), dim=1)
     with torch.no_grad():
-        a, b = new.eval()(x, bases), ref.eval()(x, bases)
+        a = new.eval()(x, bases)
+        b = ref.eval()(x, bases)
     return float((a - b).abs().max() / b.abs().max())
 
 
@@ -165,7 +167,8 @@ def markdown(rows: list[dict], head: str) -> str:
     """The rows of :func:`ab` as a markdown table under ``head``."""
     cells = []
     for r in rows[1:]:
-        new, old = r["new"], r["old"]
+        new = r["new"]
+        old = r["old"]
         ratios = [a / b for a, b in zip(new, old)]
         cells.append(
             (

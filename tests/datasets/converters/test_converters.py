@@ -76,9 +76,14 @@ def voc_tree(tmp_path, monkeypatch):
         boundaries = np.zeros((h, w), np.uint8)
         savemat(
             f"{sbd}/cls/{image_id}.mat",
-            {"GTcls": {"Segmentation": maps[image_id], "Boundaries": boundaries,
-                       "CategoriesPresent": np.unique(maps[image_id])}},
-        )  # fmt: skip
+            {
+                "GTcls": {
+                    "Segmentation": maps[image_id],
+                    "Boundaries": boundaries,
+                    "CategoriesPresent": np.unique(maps[image_id]),
+                }
+            },
+        )
         write_jpg(f"{voc}/JPEGImages/{image_id}.jpg", h, w, rng)
     for image_id in ["c", "e"]:
         write_jpg(f"{voc}/JPEGImages/{image_id}.jpg", 24, 24, rng)
