@@ -13,10 +13,10 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))  # run from a checkout
 
 import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before mmseg is used)
-from hamseg.benchmark import context  # noqa: E402
-from hamseg.benchmark.measure import select_device, write_report  # noqa: E402
-from hamseg.benchmark.zoo import PAPER_SHAPE, SPECS  # noqa: E402
 from hamseg.cli import run_cli  # noqa: E402
+from tools.lab.benchmark import context  # noqa: E402
+from tools.lab.benchmark.measure import select_device, write_report  # noqa: E402
+from tools.lab.benchmark.zoo import PAPER_SHAPE, SPECS  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

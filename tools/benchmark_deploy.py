@@ -22,7 +22,8 @@ import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mm
 
 # isort: split
 from hamseg.apis.export import require_deploy  # noqa: E402
-from hamseg.benchmark.deploy import (  # noqa: E402
+from hamseg.cli import run_cli  # noqa: E402
+from tools.lab.benchmark.deploy import (  # noqa: E402
     BACKENDS,
     CASES,
     RECIPES,
@@ -31,8 +32,7 @@ from hamseg.benchmark.deploy import (  # noqa: E402
     latency,
     recipe_table,
 )
-from hamseg.benchmark.measure import write_report  # noqa: E402
-from hamseg.cli import run_cli  # noqa: E402
+from tools.lab.benchmark.measure import write_report  # noqa: E402
 
 
 def _times(v: object) -> str:

@@ -28,10 +28,10 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 import torch  # noqa: E402
 from mmengine.logging import MMLogger  # noqa: E402
 
-from hamseg.benchmark import gpu_perf as G  # noqa: E402
-from hamseg.benchmark.measure import machine, select_device  # noqa: E402
-from hamseg.benchmark.models import REPO  # noqa: E402
 from hamseg.cli import run_cli  # noqa: E402
+from tools.lab.benchmark import gpu_perf as G  # noqa: E402
+from tools.lab.benchmark.measure import machine, select_device  # noqa: E402
+from tools.lab.benchmark.models import REPO  # noqa: E402
 
 PARTS = ("iterations", "profile", "hamburger", "msflip", "compile")
 

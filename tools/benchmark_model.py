@@ -16,10 +16,10 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 # isort: split
 from mmengine.logging import MMLogger  # noqa: E402
 
-from hamseg.benchmark import models  # noqa: E402
-from hamseg.benchmark.measure import select_device, write_report  # noqa: E402
 from hamseg.cli import run_cli  # noqa: E402
 from hamseg.compat.package_lookup import config_file  # noqa: E402
+from tools.lab.benchmark import models  # noqa: E402
+from tools.lab.benchmark.measure import select_device, write_report  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

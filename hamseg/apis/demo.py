@@ -1,6 +1,6 @@
 """The CPU demo: train a head on Context Shapes (:func:`run_demo`) or on the data of a dataset
 config. Training goes through mmseg's real pipeline and Runner; heads are compared over seeds by
-:mod:`hamseg.analysis.head_comparison`; docs/demo.md has the numbers.
+tools/compare_demo_heads.py (a checkout's tool); docs/demo.md has the numbers.
 """
 
 from __future__ import annotations

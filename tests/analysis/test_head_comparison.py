@@ -1,4 +1,4 @@
-"""hamseg.analysis.head_comparison / head_report and tools/compare_demo_heads.py: the heads and
+"""tools.lab.analysis.head_comparison / head_report and tools/compare_demo_heads.py: the heads and
 their options, one protocol for every head, the table from stored runs (numbers), resume, bad
 input, the timing pass; a whole tiny comparison (slow)."""
 
@@ -14,12 +14,12 @@ import sys
 import cv2
 import pytest
 
-from hamseg.analysis import head_comparison as hc
-from hamseg.analysis import head_report as report
 from hamseg.cli import run_cli
 from hamseg.datasets.context_rooms import ContextRoomsConfig, generate_context_rooms
 from hamseg.utils.errors import UsageError
 from tests.conftest import REPO
+from tools.lab.analysis import head_comparison as hc
+from tools.lab.analysis import head_report as report
 
 
 def _run(key, seed, value, kind="context", curve=(), other=None):

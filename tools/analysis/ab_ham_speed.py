@@ -6,7 +6,7 @@
 Table 3's block (r = 64, K = 6, one draw; the same weights in both): inference (eval, no
 autograd) from a random dictionary and from the seeded one (``eval_seed=0``, one draw), and
 forward+backward (train mode, ``y.backward(g)``). Each round alternates ``--runs`` calls of the
-two blocks (:func:`hamseg.benchmark.measure.alternate`) and keeps each one's median; the table
+two blocks (:func:`tools.lab.benchmark.measure.alternate`) and keeps each one's median; the table
 gives the median over rounds, the ratio new / old of each round's medians and the spread.
 On a loaded machine other processes stretch the wall clock (and with several threads every
 parallel region waits for all of them to be scheduled); what they do not stretch: ``--clock
@@ -45,10 +45,10 @@ import torch.nn.functional as F  # noqa: E402
 from mmseg.registry import MODELS  # noqa: E402
 from torch import nn  # noqa: E402
 
-from hamseg.benchmark.measure import alternate, machine, spread, table  # noqa: E402
 from hamseg.cli import run_cli  # noqa: E402
 from hamseg.models import Hamburger  # noqa: E402
 from hamseg.utils.errors import UsageError  # noqa: E402
+from tools.lab.benchmark.measure import alternate, machine, spread, table  # noqa: E402
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 #: The commit's modules in import order (the tracing helpers moved from compat/ to models/).

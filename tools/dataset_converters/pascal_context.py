@@ -22,7 +22,7 @@ import hamseg  # noqa: E402,F401  (adapts the stack; before anything imports mms
 
 # isort: split
 from hamseg.cli import run_cli  # noqa: E402
-from hamseg.datasets.converters import convert_pascal_context  # noqa: E402
+from tools.dataset_converters.converters import convert_pascal_context  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

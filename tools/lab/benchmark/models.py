@@ -25,8 +25,9 @@ from hamseg.compat.package_lookup import config_file
 
 from .measure import MIB, alternate, fmt, peak_memory, spread, table, time_fn
 
-#: The checkout hamseg runs from: relative config paths are resolved against it.
-REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+#: The checkout these tools run from (tools/lab/benchmark/../../..): relative config paths are
+#: resolved against it.
+REPO = osp.abspath(osp.join(osp.dirname(__file__), "..", "..", ".."))
 #: HamNet's VOC recipe (ResNet-101 OS8 + HamHead) and mmseg's NonLocal R101-D8 on VOC.
 HAM = "configs/ham_voc.py"
 NONLOCAL = "mmseg::nonlocal_net/nonlocal_r101-d8_4xb4-40k_voc12aug-512x512.py"

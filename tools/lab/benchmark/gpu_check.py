@@ -1,4 +1,4 @@
-"""``python -m hamseg.benchmark.gpu_check DIR``: tools/gpu_check.sh's report.{json,md} from DIR's
+"""``python -m tools.lab.benchmark.gpu_check DIR``: tools/gpu_check.sh's report.{json,md} from DIR's
 pytest.txt (``-v -rfE``), test_*.json, */*.json, */*.md and steps.json (docs/benchmark.md)."""
 
 from __future__ import annotations

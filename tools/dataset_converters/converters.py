@@ -2,7 +2,7 @@
 Context's 60-class label maps from the release's ``.mat`` files (no ``detail`` package), in
 mmseg 1.x's layout; data/README.md shows the downloads, the trees and the list sizes.
 
-Not imported by ``import hamseg``: it needs scipy, which training does not.
+A checkout's code, not the hamseg library's: it needs scipy, which training does not.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ import numpy as np
 from PIL import Image
 from scipy.io import loadmat
 
+from hamseg.datasets.loading import InvalidSampleError
 from hamseg.utils.progress_map import map_with_progress
-
-from .loading import InvalidSampleError
 
 #: Sizes of the real lists (paper App. D: 10,582 training images).
 TRAINAUG_LEN = 10582

@@ -6,7 +6,7 @@ evaluated here under both protocols: the paper's (a fresh random dictionary per 
 mean over ``eval_runs`` evaluations) and hamseg's ensemble (the mean of 12 seeded draws); heads
 without a ham are deterministic and evaluated once. Every run leaves ``run.json`` in its folder,
 so an interrupted comparison resumes. :func:`time_heads` times training iterations of the heads
-in turn. Tables and charts: :mod:`~hamseg.analysis.head_report`. docs/demo.md.
+in turn. Tables and charts: :mod:`~tools.lab.analysis.head_report`. docs/demo.md.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The paper's Table 3 on your machine (Geng et al., ICLR 2021, Sec. 3.3) and cost against
-n = H * W per module of :mod:`~hamseg.benchmark.zoo` (docs/benchmark.md)."""
+n = H * W per module of :mod:`~tools.lab.benchmark.zoo` (docs/benchmark.md)."""
 
 from __future__ import annotations
 
