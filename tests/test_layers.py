@@ -1,8 +1,9 @@
-"""hamseg's subpackages form layers that only point down (docs: hamseg/__init__.py).
+"""hamseg's subpackages form layers that only point down (docs: hamseg/__init__.py), and the
+library never imports a checkout's ``tools`` (its lab and report code, tools/lab/).
 
 Every ``import`` and ``from ... import`` of every module, at module level and inside functions,
 is read with ``ast``; an import of a hamseg subpackage higher in :data:`LAYERS` than the
-importing module's own fails the test, naming the file and line.
+importing module's own, or of ``tools``, fails the test, naming the file and line.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ LAYERS = (
     "evaluation",
     "engine",
     "apis",
-    "analysis",
-    "benchmark",
     "cli",
 )
 
@@ -68,6 +67,20 @@ def upward_imports(package: Path = PACKAGE) -> list[str]:
     return problems
 
 
+def checkout_imports(package: Path = PACKAGE) -> list[str]:
+    """``file:line: imports module`` for every import of the checkout's ``tools`` package (the
+    tools that ``hamseg/.mim`` carries are data, not modules of the package)."""
+    problems = []
+    for path in sorted(package.rglob("*.py")):
+        name = path.relative_to(package.parent)
+        if ".mim" in name.parts:
+            continue
+        for line, module in imported_modules(path, package.parent):
+            if module.split(".")[0] == "tools":
+                problems.append(f"{name}:{line}: imports {module}")
+    return problems
+
+
 def test_every_subpackage_is_a_declared_layer():
     found = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert found == set(LAYERS), found ^ set(LAYERS)
@@ -75,6 +88,23 @@ def test_every_subpackage_is_a_declared_layer():
 
 def test_no_module_imports_a_higher_layer():
     assert upward_imports() == []
+
+
+def test_no_module_imports_the_checkouts_tools():
+    assert checkout_imports() == []
+
+
+def test_the_check_sees_imports_of_tools_inside_functions(tmp_path):
+    fake = tmp_path / "hamseg"
+    (fake / "apis").mkdir(parents=True)
+    (fake / "apis" / "__init__.py").write_text("import tools.lab\n")
+    (fake / "apis" / "demo.py").write_text(
+        "def f():\n    from tools.lab.analysis import head_stats\n    from toolsmith import x\n"
+    )
+    assert checkout_imports(fake) == [
+        "hamseg/apis/__init__.py:1: imports tools.lab",
+        "hamseg/apis/demo.py:2: imports tools.lab.analysis",
+    ]
 
 
 def test_the_check_sees_upward_imports_inside_functions_and_relative_ones(tmp_path):

@@ -13,10 +13,10 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))  # run from a checkout
 
 import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before mmseg is used)
-from hamseg.benchmark import context  # noqa: E402
-from hamseg.benchmark.measure import select_device, write_report  # noqa: E402
-from hamseg.benchmark.zoo import PAPER_SHAPE, SPECS  # noqa: E402
 from hamseg.cli import run_cli  # noqa: E402
+from tools.lab.benchmark import context  # noqa: E402
+from tools.lab.benchmark.measure import select_device, write_report  # noqa: E402
+from tools.lab.benchmark.zoo import PAPER_SHAPE, SPECS  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -51,10 +51,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     if args.sweep:
         result = context.run_sweep(st, args.sizes, args.modules, args.max_pairwise_gb)
-        text, plot, name = context.sweep_markdown(result), context.sweep_plot, "benchmark_sweep"
+        text = context.sweep_markdown(result)
+        plot = context.sweep_plot
+        name = "benchmark_sweep"
     else:
         result = context.run_table(st, args.modules, args.rate_size)
-        text, plot, name = context.markdown(result), context.plot, "benchmark_context"
+        text = context.markdown(result)
+        plot = context.plot
+        name = "benchmark_context"
     files = write_report(osp.join(args.out_dir, args.name or name), text, result, plot)
     print(f"{text}\n[benchmark] wrote {', '.join(files)}")
 

@@ -22,7 +22,8 @@ import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mm
 
 # isort: split
 from hamseg.apis.export import require_deploy  # noqa: E402
-from hamseg.benchmark.deploy import (  # noqa: E402
+from hamseg.cli import run_cli  # noqa: E402
+from tools.lab.benchmark.deploy import (  # noqa: E402
     BACKENDS,
     CASES,
     RECIPES,
@@ -31,8 +32,7 @@ from hamseg.benchmark.deploy import (  # noqa: E402
     latency,
     recipe_table,
 )
-from hamseg.benchmark.measure import write_report  # noqa: E402
-from hamseg.cli import run_cli  # noqa: E402
+from tools.lab.benchmark.measure import write_report  # noqa: E402
 
 
 def _times(v: object) -> str:
@@ -148,7 +148,9 @@ def main() -> None:
     args = p.parse_args()
     require_deploy()
     checkpoints = dict(demo=args.demo_checkpoint, segnext=args.segnext_checkpoint)
-    tables, extra, result = [], [], dict(rows={}, profiles={}, draws={}, recipes={})
+    tables = []
+    extra = []
+    result = dict(rows={}, profiles={}, draws={}, recipes={})
     for name in args.models:
         label, config, size, quality = CASES[name]
         measured = latency(
@@ -162,7 +164,8 @@ def main() -> None:
             quality,
             args.profile_runs,
         )
-        result["rows"][label], result["profiles"][label] = measured["rows"], measured["profiles"]
+        result["rows"][label] = measured["rows"]
+        result["profiles"][label] = measured["profiles"]
         tables.append(markdown(label, measured["rows"]))
         print(tables[-1], flush=True)
         if measured["profiles"]:

@@ -28,10 +28,10 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 import torch  # noqa: E402
 from mmengine.logging import MMLogger  # noqa: E402
 
-from hamseg.benchmark import gpu_perf as G  # noqa: E402
-from hamseg.benchmark.measure import machine, select_device  # noqa: E402
-from hamseg.benchmark.models import REPO  # noqa: E402
 from hamseg.cli import run_cli  # noqa: E402
+from tools.lab.benchmark import gpu_perf as G  # noqa: E402
+from tools.lab.benchmark.measure import machine, select_device  # noqa: E402
+from tools.lab.benchmark.models import REPO  # noqa: E402
 
 PARTS = ("iterations", "profile", "hamburger", "msflip", "compile")
 
@@ -122,7 +122,8 @@ def run_part(
         variants += [v for v in iteration_variants(args.precisions) if v.channels_last]
         return [G.profile_iteration(bench, v) for v in variants]
     if part == "hamburger":
-        shape, head = tuple(args.shape), tuple(args.head_shape)
+        shape = tuple(args.shape)
+        head = tuple(args.head_shape)
         return dict(
             inference=G.hamburger_inference_rows(shape, device, runs=args.runs),
             draws_table3=G.draw_rows(shape, device, runs=args.runs),

@@ -16,10 +16,10 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 # isort: split
 from mmengine.logging import MMLogger  # noqa: E402
 
-from hamseg.benchmark import models  # noqa: E402
-from hamseg.benchmark.measure import select_device, write_report  # noqa: E402
 from hamseg.cli import run_cli  # noqa: E402
 from hamseg.compat.package_lookup import config_file  # noqa: E402
+from tools.lab.benchmark import models  # noqa: E402
+from tools.lab.benchmark.measure import select_device, write_report  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -44,9 +44,16 @@ def main(argv: list[str] | None = None) -> None:
     device = select_device(args.device, args.threads)
     os.makedirs(args.out_dir, exist_ok=True)  # fail before measuring, not after
     result = models.run_models(
-        args.configs, args.labels, not args.no_aux_variant, size=args.size, device=device,
-        batch=args.batch, iters=args.iters, warmup=args.warmup, memory=not args.no_memory,
-    )  # fmt: skip
+        args.configs,
+        args.labels,
+        not args.no_aux_variant,
+        size=args.size,
+        device=device,
+        batch=args.batch,
+        iters=args.iters,
+        warmup=args.warmup,
+        memory=not args.no_memory,
+    )
     text = models.model_markdown(result)
     files = write_report(osp.join(args.out_dir, args.name), text, result)
     print(f"{text}\n[benchmark_model] wrote {', '.join(files)}")

@@ -90,10 +90,12 @@ def main() -> None:
     for (name, n), values in times.items():
         spread = f"{min(values):.1f}-{max(values):.1f}"
         print(f"{name} N={n}: median {statistics.median(values):.1f} s ({spread}, n={len(values)})")
-    first, last = min(args.at), max(args.at)
+    first = min(args.at)
+    last = max(args.at)
     for name in roots:  # paired by round: the same load on both
         gaps = [b - a for a, b in zip(times[name, first], times[name, last])]
-        mean, listed = statistics.mean(gaps), ", ".join(f"{g:+.1f}" for g in gaps)
+        mean = statistics.mean(gaps)
+        listed = ", ".join(f"{g:+.1f}" for g in gaps)
         half = _T95.get(len(gaps) - 1, 1.96) * statistics.stdev(gaps) / len(gaps) ** 0.5
         print(
             f"{name} N={last} minus N={first}, per round: mean {mean:+.1f} s, 95% interval "

@@ -14,9 +14,9 @@ import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mm
 # isort: split
 import torch  # noqa: E402
 
-from hamseg.benchmark.measure import select_device, write_report  # noqa: E402
-from hamseg.benchmark.models import compare_segnext, segnext_markdown  # noqa: E402
 from hamseg.cli import CLIError, run_cli  # noqa: E402
+from tools.lab.benchmark.measure import select_device, write_report  # noqa: E402
+from tools.lab.benchmark.models import compare_segnext, segnext_markdown  # noqa: E402
 
 
 def main() -> None:

@@ -14,9 +14,9 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 # isort: split
 import torch  # noqa: E402
 
-from hamseg.benchmark.measure import machine  # noqa: E402
-from hamseg.benchmark.speed_paths import speed_paths, speed_paths_markdown  # noqa: E402
 from hamseg.cli import run_cli  # noqa: E402
+from tools.lab.benchmark.measure import machine  # noqa: E402
+from tools.lab.benchmark.speed_paths import speed_paths, speed_paths_markdown  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -18,9 +18,9 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 import torch  # noqa: E402
 from mmengine.logging import MMLogger  # noqa: E402
 
-from hamseg.benchmark.models import REPO, train_iter, train_iter_summary  # noqa: E402
 from hamseg.cli import run_cli  # noqa: E402
 from hamseg.compat.package_lookup import config_file  # noqa: E402
+from tools.lab.benchmark.models import REPO, train_iter, train_iter_summary  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

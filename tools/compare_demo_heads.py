@@ -33,8 +33,8 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 # isort: split
 from mmengine.config import DictAction  # noqa: E402
 
-from hamseg.analysis.head_comparison import HEADS, PROTOCOLS, TASKS, compare_heads  # noqa: E402
 from hamseg.cli import run_cli  # noqa: E402
+from tools.lab.analysis.head_comparison import HEADS, PROTOCOLS, TASKS, compare_heads  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

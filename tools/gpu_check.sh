@@ -2,7 +2,7 @@
 # One command on a CUDA machine: the [gpu] measurements (tools/benchmark_gpu.py), the GPU tests,
 # torch.compile, then the other CUDA benchmarks (each writes its table and its JSON into its own
 # folder), then a report (work_dirs/gpu_check/report.md and report.json: device, versions, every
-# number; hamseg/benchmark/gpu_check.py). Steps run in that order, each under a time limit; a
+# number; tools/lab/benchmark/gpu_check.py). Steps run in that order, each under a time limit; a
 # step that would start after GPU_CHECK_BUDGET seconds (default 1200) is skipped and reported
 # (exit code "skipped"), so that a short lease still brings back the most important numbers;
 # GPU_CHECK_COPY_TO=DIR writes DIR/gpu_check.tgz of the folder after every step.
@@ -52,7 +52,7 @@ step 120 "$PY" tools/benchmark_model.py --device cuda --size 513 --batch 2 --out
 data="import hamseg; from hamseg.apis.demo import ensure_data; ensure_data('data/context_shapes')"
 step 180 bash -c "$PY -c \"$data\" && $PY tools/benchmark_deploy.py --out-dir $OUT/deploy"
 (IFS=,; echo "[${steps[*]}]") > "$OUT/steps.json"
-"$PY" -m hamseg.benchmark.gpu_check "$OUT"
+"$PY" -m tools.lab.benchmark.gpu_check "$OUT"
 if grep -q '"exit_code": [1-9]' "$OUT/steps.json"; then
   echo "some steps failed: see $OUT/report.md"
   exit 1

@@ -76,10 +76,16 @@ def main(argv: list[str] | None = None) -> int:
         model = use_onnxruntime(model, args.model, names_from=names_from)
     root = args.inputs[0] if len(args.inputs) == 1 and osp.isdir(args.inputs[0]) else None
     report = segment_images(
-        model, paths, args.out_dir, root, args.opacity, args.legend, args.save_label,
+        model,
+        paths,
+        args.out_dir,
+        root,
+        args.opacity,
+        args.legend,
+        args.save_label,
         progress=not args.no_progress,
         on_failure=lambda _, msg: tqdm.write(f"error: {msg}; skipped", file=sys.stderr),
-    )  # fmt: skip
+    )
     print(f"wrote {len(report.written)} overlay(s) to {args.out_dir}")
     failed = len(skipped) + len(report.failed)
     if failed:

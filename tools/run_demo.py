@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> None:
         help="continue from a checkpoint, or (no value) the work dir's latest; none: a new run",
     )
     args = vars(p.parse_args(argv))
-    args["draw"], prepare = not args.pop("no_vis"), guarded(args.pop("resume"))
+    args["draw"] = not args.pop("no_vis")
+    prepare = guarded(args.pop("resume"))
     r = run_demo(**args, prepare=prepare)
     print(f"checkpoint: {r['checkpoint']}  (train {r['train_time_s']:.0f} s, ", end="")
     print(f"eval {r['val_time_s']:.0f} s)\n{r['name']} demo: val mIoU = {r['mIoU']:.1f}")

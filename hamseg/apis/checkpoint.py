@@ -77,8 +77,9 @@ def check_state_dict(model_state: State, checkpoint_state: State, source: str) -
     if missing:
         parts.append(f"{len(missing)} model tensors are not in the checkpoint ({_names(missing)})")
     if unexpected:
-        parts.append(f"{len(unexpected)} checkpoint tensors are not in the model "
-                     f"({_names(unexpected)})")  # fmt: skip
+        parts.append(
+            f"{len(unexpected)} checkpoint tensors are not in the model ({_names(unexpected)})"
+        )
     if parts:
         hint = "" if misshaped else " (is it a checkpoint of another model? pass its config)"
         raise CheckpointMismatchError(
@@ -135,7 +136,8 @@ def load_state_dict_strict(model: nn.Module, checkpoint: Any, source: str) -> No
     Raises:
         CheckpointMismatchError: It holds no state dict or does not fit the model exactly.
     """
-    model, state = _unwrap(model), _state(checkpoint, source)
+    model = _unwrap(model)
+    state = _state(checkpoint, source)
     check_state_dict(model.state_dict(), state, source)
     model.load_state_dict(state, strict=True)
 

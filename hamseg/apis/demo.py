@@ -1,6 +1,6 @@
 """The CPU demo: train a head on Context Shapes (:func:`run_demo`) or on the data of a dataset
 config. Training goes through mmseg's real pipeline and Runner; heads are compared over seeds by
-:mod:`hamseg.analysis.head_comparison`; docs/demo.md has the numbers.
+tools/compare_demo_heads.py (a checkout's tool); docs/demo.md has the numbers.
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def ensure_data(data_root: str, **options: Optional[int]) -> None:
 def set_schedule_length(cfg: Config, max_iters: int) -> None:
     """Set the loop, validation, checkpoint and LR scheduler ends to ``max_iters``; a warm-up
     keeps its length, at most a tenth of the new run."""
-    old, warm = cfg.train_cfg.max_iters, max(1, max_iters // 10)
+    old = cfg.train_cfg.max_iters
+    warm = max(1, max_iters // 10)
     cfg.train_cfg.max_iters = cfg.train_cfg.val_interval = max_iters
     cfg.default_hooks.checkpoint.interval = max_iters
     for sched in cfg.param_scheduler:
@@ -95,7 +96,8 @@ def head_config(
         data = Config.fromfile(paths["--data-config"])
         for key in (k for k in DATA_KEYS if k in data):
             cfg[key] = data[key]
-        model, train = data.get("model", {}), data.train_dataloader.dataset
+        model = data.get("model", {})
+        train = data.train_dataloader.dataset
         num = model.get("decode_head", {}).get("num_classes")
         cfg.model.decode_head.num_classes = num or len(dataset_classes(train))
         if "data_preprocessor" in model:
@@ -106,14 +108,21 @@ def head_config(
 
 
 def run_demo(
-    config: str = DEFAULT_DEMO_CONFIG, data_root: Optional[str] = None,
-    work_dir: Optional[str] = None, seed: Optional[int] = None, max_iters: Optional[int] = None,
-    data_size: Optional[int] = None, num_train: Optional[int] = None,
-    num_val: Optional[int] = None, draw: bool = True, cfg_options: Optional[dict] = None,
-    json_out: Optional[str] = None, data_config: Optional[str] = None,
+    config: str = DEFAULT_DEMO_CONFIG,
+    data_root: Optional[str] = None,
+    work_dir: Optional[str] = None,
+    seed: Optional[int] = None,
+    max_iters: Optional[int] = None,
+    data_size: Optional[int] = None,
+    num_train: Optional[int] = None,
+    num_val: Optional[int] = None,
+    draw: bool = True,
+    cfg_options: Optional[dict] = None,
+    json_out: Optional[str] = None,
+    data_config: Optional[str] = None,
     checkpoint_interval: int = CHECKPOINT_INTERVAL,
     prepare: Optional[Callable[[Config], bool]] = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Train and validate the head of ``config`` on Context Shapes (generated into ``data_root``,
     default data/context_shapes, if needed) or the data of ``data_config`` (:func:`head_config`);
     return the result (mIoU, params, times, checkpoint, ...), also written to
@@ -137,25 +146,33 @@ def run_demo(
     checkpoint = cfg.default_hooks.checkpoint
     checkpoint.update(interval=min(checkpoint_interval, cfg.train_cfg.max_iters), max_keep_ckpts=2)
     stem = osp.splitext(osp.basename(config))[0]
-    cfg.work_dir, cfg.launcher = work_dir or osp.join("work_dirs", "demo", stem), "none"
+    cfg.work_dir = work_dir or osp.join("work_dirs", "demo", stem)
+    cfg.launcher = "none"
     saved = osp.join(cfg.work_dir, "demo_result.json")
     if prepare is not None and not prepare(cfg):
         with open(saved, encoding="utf-8") as f:
             return json.load(f)
-    runner, stopwatch = Runner.from_cfg(cfg), _Stopwatch()
+    runner = Runner.from_cfg(cfg)
+    stopwatch = _Stopwatch()
     runner.register_hook(stopwatch)
     start = time.perf_counter()
     runner.train()
     metric = lambda key: float(runner.message_hub.get_scalar(f"val/{key}").current())
     params = lambda m: int(sum(p.numel() for p in m.parameters()))  # noqa: E731
     result = dict(
-        name=cfg.get("demo_name", stem), config=config, seed=cfg.randomness.get("seed"),
-        max_iters=cfg.train_cfg.max_iters, **{key: metric(key) for key in ("mIoU", "aAcc", "mAcc")},
-        params=params(runner.model), head_params=params(runner.model.decode_head),
-        train_time_s=round(stopwatch.train_time, 2), val_time_s=round(stopwatch.val_time, 2),
-        total_time_s=round(time.perf_counter() - start, 2), work_dir=cfg.work_dir,
+        name=cfg.get("demo_name", stem),
+        config=config,
+        seed=cfg.randomness.get("seed"),
+        max_iters=cfg.train_cfg.max_iters,
+        **{key: metric(key) for key in ("mIoU", "aAcc", "mAcc")},
+        params=params(runner.model),
+        head_params=params(runner.model.decode_head),
+        train_time_s=round(stopwatch.train_time, 2),
+        val_time_s=round(stopwatch.val_time, 2),
+        total_time_s=round(time.perf_counter() - start, 2),
+        work_dir=cfg.work_dir,
         checkpoint=osp.join(cfg.work_dir, f"iter_{cfg.train_cfg.max_iters}.pth"),
-    )  # fmt: skip
+    )
     for path in filter(None, (saved, json_out)):
         _write(path, json.dumps(result, indent=2))
     return result

@@ -105,7 +105,8 @@ class SegmentorLogits(nn.Module):
 
     def __init__(self, segmentor: nn.Module, bake: bool = False) -> None:
         super().__init__()
-        self.segmentor, self.bake = segmentor, deploy_metadata(segmentor) if bake else None
+        self.segmentor = segmentor
+        self.bake = deploy_metadata(segmentor) if bake else None
         for key in ("mean", "std") if bake else ():
             self.register_buffer(key, torch.tensor(self.bake[key]).view(1, 3, 1, 1))
 
@@ -122,7 +123,8 @@ def deploy_metadata(segmentor: nn.Module, seed: int = 0, bake: bool = False) -> 
     ``size``/``size_divisor`` with ``pad_val``) and the test pipeline's ``Resize`` as mmseg's
     ``inference_model`` runs it (``scale``, ``keep_ratio``); classes, palette; the decode
     head's type and its ham's settings as built (:func:`~.head_record.ham_settings`)."""
-    cfg, (classes, palette) = segmentor.cfg, class_info(segmentor)
+    cfg = segmentor.cfg
+    classes, palette = class_info(segmentor)
     record = of_head(segmentor.decode_head, "")
     pre = cfg.model.get("data_preprocessor", {})
     pipeline = cfg.get("test_pipeline") or cfg.get("test_dataloader", {}).get("dataset", {})
@@ -197,7 +199,8 @@ def finish_graph(path: str, classes: int, metadata: dict[str, str]) -> None:
 def seed_hams(model: nn.Module, seed: int) -> list[str]:
     """Set ``eval_seed`` of every hamseg ham, return their names; raise :class:`ExportError`
     for one of mmseg's hams (``LightHamHead``'s NMF2D: a new dictionary at every forward)."""
-    modules, names = dict(model.named_modules()), []
+    modules = dict(model.named_modules())
+    names = []
     for name, module in modules.items():
         if isinstance(module, Matrix_Decomposition_2D_Base):
             raise ExportError(_mmseg_ham_message(name, module, modules))
@@ -230,7 +233,8 @@ def random_operators(path: str) -> dict[str, str]:
     subgraphs (If, Loop, Scan bodies) and local functions included."""
     import onnx
 
-    model, found = onnx.load(path, load_external_data=False), {}
+    model = onnx.load(path, load_external_data=False)
+    found = {}
     graphs = [model.graph, *model.functions]
     while graphs:
         for node in graphs.pop().node:
@@ -373,7 +377,8 @@ def onnx_session(path: str, threads: int = 0) -> Any:
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
     return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
@@ -381,7 +386,8 @@ def verify_onnx(
     model: nn.Module, path: str, shapes: Sequence[tuple[int, int, int, int]], seed: int = 1
 ) -> list[Verification]:
     """Compare ONNX Runtime's logits with ``model``'s on a random input of each shape."""
-    session, results = onnx_session(path), []
+    session = onnx_session(path)
+    results = []
     for i, shape in enumerate(shapes):
         x = torch.randn(*shape, generator=torch.Generator().manual_seed(seed + i))
         with torch.no_grad():
@@ -419,7 +425,8 @@ def use_onnxruntime(
             f"{onnx_file}: ONNX Runtime cannot load it ({one_line(err, 200)}); export the model "
             "with tools/deploy/export_onnx.py"
         ) from None
-    inputs, outputs = session.get_inputs(), session.get_outputs()
+    inputs = session.get_inputs()
+    outputs = session.get_outputs()
     info = json.loads(session.get_modelmeta().custom_metadata_map.get("hamseg", "{}"))
     if info.get("input", "normalised") != "normalised":
         raise UsageError(

@@ -90,9 +90,13 @@ def collect_inputs(inputs: Sequence[str]) -> list[str]:
 
 
 def draw_overlay(
-    img: np.ndarray, label: np.ndarray, classes: Sequence[str], palette: Sequence[Sequence[int]],
-    opacity: float = 0.5, legend: str = "present",
-) -> np.ndarray:  # fmt: skip
+    img: np.ndarray,
+    label: np.ndarray,
+    classes: Sequence[str],
+    palette: Sequence[Sequence[int]],
+    opacity: float = 0.5,
+    legend: str = "present",
+) -> np.ndarray:
     """Blend the class colours (``opacity``) over an RGB uint8 image (labels outside the palette
     unpainted) and add a legend on the right of the classes 'present' (largest first) or 'all'."""
     h, w = label.shape
@@ -104,7 +108,9 @@ def draw_overlay(
     ids, counts = np.unique(label[valid], return_counts=True)
     shown = [int(i) for i in ids[np.argsort(-counts, kind="stable")]]
     shown = list(range(len(classes))) if legend == "all" else shown
-    font, scale, row = cv2.FONT_HERSHEY_SIMPLEX, 0.45, 20
+    font = cv2.FONT_HERSHEY_SIMPLEX
+    scale = 0.45
+    row = 20
     text_w = max([cv2.getTextSize(str(classes[i]), font, scale, 1)[0][0] for i in shown] + [60])
     panel_h = max(h, 8 + row * max(1, len(shown)) + 4)
     canvas = np.full((panel_h, w + 36 + text_w, 3), 255, np.uint8)
@@ -113,7 +119,8 @@ def draw_overlay(
     if not shown:
         text("(no class)", (w + 8, 22))
     for k, i in enumerate(shown):
-        x, y = w + 8, 8 + k * row
+        x = w + 8
+        y = 8 + k * row
         cv2.rectangle(canvas, (x, y), (x + 14, y + 14), tuple(int(c) for c in palette[i]), -1)
         cv2.rectangle(canvas, (x, y), (x + 14, y + 14), (0, 0, 0), 1)
         text(str(classes[i]), (x + 20, y + 12))
@@ -135,17 +142,24 @@ class InferenceReport:
 
 
 def segment_images(
-    model: nn.Module, paths: Sequence[str], out_dir: str, inputs_root: Optional[str] = None,
-    opacity: float = 0.5, legend: str = "present", save_label: bool = False,
-    progress: bool = True, on_failure: Optional[Callable[[str, str], Any]] = None,
-) -> InferenceReport:  # fmt: skip
+    model: nn.Module,
+    paths: Sequence[str],
+    out_dir: str,
+    inputs_root: Optional[str] = None,
+    opacity: float = 0.5,
+    legend: str = "present",
+    save_label: bool = False,
+    progress: bool = True,
+    on_failure: Optional[Callable[[str, str], Any]] = None,
+) -> InferenceReport:
     """Write ``<name>_overlay.png`` (:func:`draw_overlay`; with ``save_label`` also
     ``<name>_label.png``) of each image into ``out_dir``, keeping the sub-folders below
     ``inputs_root``; a tqdm bar for more than one image (``progress``); an input that is not a
     complete image is skipped, ``on_failure(path, message)`` called at once."""
     from tqdm import tqdm
 
-    (classes, palette), report = class_info(model), InferenceReport()
+    classes, palette = class_info(model)
+    report = InferenceReport()
     os.makedirs(out_dir, exist_ok=True)
     for path in tqdm(paths, desc="infer", unit="img", disable=not progress or len(paths) < 2):
         try:

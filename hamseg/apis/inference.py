@@ -66,7 +66,8 @@ def init_model(
         CheckpointMismatchError: The checkpoint does not fit the model exactly.
     """
     device = device or ("cuda:0" if torch.cuda.is_available() else "cpu")
-    loaded, meta = None, {}
+    loaded = None
+    meta = {}
     if checkpoint is not None:
         if "://" not in str(checkpoint):
             require_file(str(checkpoint), "checkpoint file")
@@ -115,7 +116,8 @@ def config_dataset_meta(cfg: Config) -> Optional[dict]:
         classes = dataset_classes(dataset)
         if not classes:
             continue
-        own, base = dataset.get("metainfo") or {}, dataset_class_metainfo(dataset)
+        own = dataset.get("metainfo") or {}
+        base = dataset_class_metainfo(dataset)
         palette = own.get("palette") or (None if own.get("classes") else base.get("palette"))
         known = list(base.get("classes") or [])
         if not palette and base.get("palette") and all(c in known for c in classes):
@@ -151,7 +153,8 @@ CHECKED_LOADERS = {
 def resolve_model_name(name: str) -> tuple[str, str] | None:
     """(config path, weights path) of a ``Name`` or ``Alias`` (any case) of hamseg's model
     index, e.g. ``'ham_voc'``; None if it has no such name. Weights are local paths."""
-    root, wanted = osp.join(PACKAGE_DIR, ".mim"), name.lower()
+    root = osp.join(PACKAGE_DIR, ".mim")
+    wanted = name.lower()
     for model in BaseInferencer._get_models_from_metafile(root):
         if wanted in (model["Name"].lower(), *(a.lower() for a in model.get("Alias", []))):
             weights = model.get("Weights", "")

@@ -127,7 +127,8 @@ class Agreement:
 
 def miou(confusion: np.ndarray) -> float:
     """Mean IoU (%) of a (K, K) confusion matrix over classes with a non-empty union."""
-    inter, union = np.diag(confusion), confusion.sum(0) + confusion.sum(1) - np.diag(confusion)
+    inter = np.diag(confusion)
+    union = confusion.sum(0) + confusion.sum(1) - np.diag(confusion)
     return float(100 * np.mean(inter[union > 0] / union[union > 0]))
 
 

@@ -14,7 +14,8 @@ from mmengine.logging import print_log
 from .common import CLIError
 
 #: What tools/train.py offers for another total batch.
-ACCEPT, SCALE = "--allow-batch-mismatch", "--auto-scale-lr"
+ACCEPT = "--allow-batch-mismatch"
+SCALE = "--auto-scale-lr"
 
 
 def launch_world_size(launcher: str) -> int:

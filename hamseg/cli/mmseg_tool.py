@@ -155,7 +155,8 @@ def run_tool(name: str, argv: list[str]) -> None:
     path, script = resolve_tool(name)
     argv = check_inputs(script, argv)
     saved = sys.argv, list(sys.path)
-    sys.argv, sys.path[:0] = [path, *argv], [osp.dirname(path)]  # as `python path` would
+    sys.argv = [path, *argv]
+    sys.path[:0] = [osp.dirname(path)]  # as `python path` would
     try:
         with tool_fixes(script) as script_globals:
             runpy.run_path(path, init_globals=script_globals, run_name="__main__")

@@ -82,9 +82,11 @@ def check_resumed_schedule(cfg: Config, target: Optional[str], extend: bool = Fa
 
 def finished_run(cfg: Config, target: Optional[str]) -> Optional[str]:
     """One line if ``target`` is at or past ``max_iters`` (``max_epochs``), else None."""
-    train, meta = cfg.get("train_cfg") or {}, _checkpoint_meta(target) if target else {}
+    train = cfg.get("train_cfg") or {}
+    meta = _checkpoint_meta(target) if target else {}
     for unit in ("iter", "epoch"):
-        done, total = meta.get(unit), train.get(f"max_{unit}s")
+        done = meta.get(unit)
+        total = train.get(f"max_{unit}s")
         if done is not None and total is not None and done >= total:
             done = f"{target} is at {unit} {done} of max_{unit}s={total}: the run is complete"
             return (

@@ -60,9 +60,11 @@ def _replaceable(statement: ast.stmt, values: dict) -> list[tuple[ast.expr, str]
     """(value node, variable) of each variable of ``values`` that ``statement`` assigns in a
     form whose right-hand side can be replaced: ``NAME = ...`` or ``A, B = x, y``."""
     if isinstance(statement, ast.AnnAssign) and statement.value is not None:
-        targets, value = [statement.target], statement.value
+        targets = [statement.target]
+        value = statement.value
     elif isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-        targets, value = statement.targets, statement.value
+        targets = statement.targets
+        value = statement.value
     else:
         return []
     (target,) = targets

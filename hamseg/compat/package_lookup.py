@@ -65,7 +65,8 @@ def install() -> bool:
     except (ImportError, ValueError):  # None in sys.modules: "import pkg_resources" fails
         pass
     for module in _LOOKUP_MODULES:
-        module.is_installed, module.get_installed_path = is_installed, get_installed_path
+        module.is_installed = is_installed
+        module.get_installed_path = get_installed_path
     return True
 
 
@@ -91,7 +92,8 @@ def register_hamseg() -> None:
     PKG2PROJECT["hamseg"] = "hamseg"  # MODULE2PACKAGE is the same dict
     for module in _LOOKUP_MODULES:
         module.get_installed_path = _hamseg_aware(module.get_installed_path)
-    get_cfg_path, fromfile = Config._get_cfg_path, Config.fromfile
+    get_cfg_path = Config._get_cfg_path
+    fromfile = Config.fromfile
 
     def _get_cfg_path(cfg_path: str, filename: str) -> tuple[str, str | None]:
         path, scope = get_cfg_path(cfg_path, filename)

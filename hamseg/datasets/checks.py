@@ -210,7 +210,8 @@ def _missing_paths(dataset_cfg: dict) -> list[str]:
 
 def _suffixed_names(dataset_cfg: dict) -> Optional[str]:
     """What is wrong with a split file whose names carry the image suffix (added again)."""
-    ann, suffix = dataset_cfg.get("ann_file"), dataset_cfg.get("img_suffix", ".jpg")
+    ann = dataset_cfg.get("ann_file")
+    suffix = dataset_cfg.get("img_suffix", ".jpg")
     root = dataset_cfg.get("data_root") or ""
     path = osp.join(root, ann) if isinstance(ann, str) and ann and not osp.isabs(ann) else ann
     if not (suffix and isinstance(path, str) and path and osp.isfile(path)):
@@ -391,7 +392,8 @@ def validate_splits(
 
 def _check_sample(item: tuple[CheckedLoadImageFromFile, CheckedLoadAnnotations, dict]) -> list:
     """The messages of one sample's image and label loaders."""
-    problems, results = [], dict(item[2])
+    problems = []
+    results = dict(item[2])
     for load in item[:2]:
         try:
             results = load(results)

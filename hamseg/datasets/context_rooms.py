@@ -100,7 +100,8 @@ def flag_region(
 ) -> tuple[slice, slice]:
     """(rows, cols) slices of one room's flag: a band along the wall ``side``, ``flag_margin``
     away from the wall and from the room's sides (floor all around it)."""
-    w, m = max(2, int(round(size * cfg.flag_frac))), int(round(size * cfg.flag_margin))
+    w = max(2, int(round(size * cfg.flag_frac)))
+    m = int(round(size * cfg.flag_margin))
     band = slice(m, m + w) if side in ("left", "top") else slice(size - m - w, size - m)
     across = slice(room[0] + m, room[1] - m)
     return (band, across) if side in ("top", "bottom") else (across, band)
@@ -129,7 +130,8 @@ def draw_sample(
     players of room ``k``, ``4 + teams[k]`` on its flag) and ``teams``, ``side``, ``floors`` and
     the ``objects`` drawn. Forced ``teams`` (a permutation) consume the same random numbers: only
     the flags' colours and the players' classes change (the cues decide)."""
-    size, k = cfg.size, len(TEAM_COLOURS)
+    size = cfg.size
+    k = len(TEAM_COLOURS)
     drawn = [int(t) for t in rng.permutation(k)]
     teams = drawn if teams is None else [int(t) for t in teams]
     side = SIDES[int(rng.integers(len(SIDES)))]
@@ -142,7 +144,8 @@ def draw_sample(
     for room, floor in zip(rooms, floors):
         img[room_region(side, size, room)] += floor
     h = size // 2 + int(round(size * cfg.flag_margin))  # players: the half away from the flags
-    rmin, rmax = cfg.object_frac[0] * size, cfg.object_frac[1] * size
+    rmin = cfg.object_frac[0] * size
+    rmax = cfg.object_frac[1] * size
     objects: list[dict[str, Any]] = []
     for r_i, (room, team, floor) in enumerate(zip(rooms, teams, floors)):
         rows, cols = flag_region(side, size, cfg, room)

@@ -67,7 +67,9 @@ def shape_mask(shape: str, cx: float, cy: float, r: float, size: int) -> np.ndar
     if shape == "circle":
         cv2.circle(mask, (int(round(cx)), int(round(cy))), int(round(r)), 1, thickness=-1)
         return mask.astype(bool)
-    s, a, b = 0.85 * r, 0.95 * r, 0.75 * r
+    s = 0.85 * r
+    a = 0.95 * r
+    b = 0.75 * r
     corners = {
         "square": [[-s, -s], [s, -s], [s, s], [-s, s]],
         "triangle": [[0, -r], [a, b], [-a, b]],
@@ -106,10 +108,13 @@ def draw_sample(
     if cfg.label_flags:
         label[rows, cols] = 1 + len(TEAM_COLOURS) + team
     h = size // 2  # players go into the half opposite the flag
-    x0, y0 = (h if side == "left" else 0), (h if side == "top" else 0)
-    x1, y1 = (size - h if side == "right" else size), (size - h if side == "bottom" else size)
+    x0 = h if side == "left" else 0
+    y0 = h if side == "top" else 0
+    x1 = size - h if side == "right" else size
+    y1 = size - h if side == "bottom" else size
     n = int(rng.integers(cfg.min_objects, cfg.max_objects + 1))
-    rmin, rmax = cfg.object_frac[0] * size, cfg.object_frac[1] * size
+    rmin = cfg.object_frac[0] * size
+    rmax = cfg.object_frac[1] * size
     objects: list[dict[str, Any]] = []
     occupied = np.zeros((size, size), bool)
     for _ in range(n * 30):  # rejection sampling of non-touching players

@@ -76,7 +76,8 @@ def write_preview(out_dir: str, path: str, count: int, palette: list[list[int]])
     """A PNG montage: the first ``count`` training images of ``out_dir`` above their label maps
     in the colours of ``palette``."""
     colours = np.asarray(palette, np.uint8)
-    tops, bottoms = [], []
+    tops = []
+    bottoms = []
     for i in range(count):
         name = f"{i:06d}.png"
         img = cv2.imread(osp.join(out_dir, "img_dir", "train", name), cv2.IMREAD_COLOR)
@@ -86,7 +87,8 @@ def write_preview(out_dir: str, path: str, count: int, palette: list[list[int]])
         gap = np.full((img.shape[0], 4, 3), 255, np.uint8)
         tops += [img, gap]
         bottoms += [np.ascontiguousarray(colours[label][:, :, ::-1]), gap]
-    top, bottom = np.concatenate(tops[:-1], 1), np.concatenate(bottoms[:-1], 1)
+    top = np.concatenate(tops[:-1], 1)
+    bottom = np.concatenate(bottoms[:-1], 1)
     sep = np.full((4, top.shape[1], 3), 255, np.uint8)
     os.makedirs(osp.dirname(osp.abspath(path)), exist_ok=True)
     cv2.imwrite(path, np.concatenate([top, sep, bottom], 0))

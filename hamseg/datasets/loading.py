@@ -66,12 +66,14 @@ def read_image(
             f"{what} file {path!r} is corrupt: truncated (its {len(data)} bytes end before the "
             "JPEG end-of-image marker)"
         )
-    reason, level = "", cv2.utils.logging.getLogLevel()
+    reason = ""
+    level = cv2.utils.logging.getLogLevel()
     cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)  # we say it in one line
     try:
         array = mmcv.imfrombytes(data, flag=color_type, backend=backend)
     except Exception as err:  # decoders raise anything from OSError to SyntaxError
-        array, reason = None, f": {type(err).__name__}: {err}"
+        array = None
+        reason = f": {type(err).__name__}: {err}"
     finally:
         cv2.utils.logging.setLogLevel(level)
     if array is None or array.size == 0:

@@ -68,7 +68,8 @@ def _flat_dataset(cfg: Config) -> tuple[dict, str, str]:
             "--write-splits needs one train and one val dataset (not a wrapper of several); "
             + FLAT_LAYOUT
         )
-    (train,), (val,) = found["train"], found["val"]
+    (train,) = found["train"]
+    (val,) = found["val"]
     files = [dataset.get("ann_file") for dataset in (train, val)]
     differ = [key for key in SHARED if train.get(key) != val.get(key)]
     if not all(files) or files[0] == files[1] or differ:
@@ -105,7 +106,8 @@ def write_split_files(cfg: Config, val_fraction: float, seed: int = 0) -> SplitF
             f"--write-splits: {existing[0]} exists and is kept (a split file is never replaced); "
             "delete it to write new splits, or set another split_dir"
         )
-    root, prefix = dataset.get("data_root"), dataset.get("data_prefix") or {}
+    root = dataset.get("data_root")
+    prefix = dataset.get("data_prefix") or {}
     images = _join(root, prefix.get("img_path", ""))
     labels = _join(root, prefix.get("seg_map_path", ""))
     img_suffix = dataset.get("img_suffix", ".jpg")  # BaseSegDataset's defaults

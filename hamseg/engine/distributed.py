@@ -37,7 +37,8 @@ def setup_cpu_distributed(cfg: Config, launcher: str) -> bool:
     if launcher == "slurm":
         _slurm_env()
     if not dist.is_initialized():
-        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        rank = int(os.environ["RANK"])
+        world = int(os.environ["WORLD_SIZE"])
         dist.init_process_group(backend="gloo", rank=rank, world_size=world)
     # no wrapper configured: the arguments mmengine's Runner would use
     wrapper = dict(cfg.get("model_wrapper_cfg") or {}) or dict(

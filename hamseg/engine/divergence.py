@@ -17,7 +17,9 @@ from .stop import TrainingStopped, agree_max
 
 #: Exit code of a diverged run (sysexits.h EX_DATAERR: resuming would diverge again).
 DIVERGED_EXIT_CODE = 65
-_WEIGHTS, _LOSS, _SKIPS = 1, 2, 3  # problems; the largest wins when ranks differ
+_WEIGHTS = 1
+_LOSS = 2
+_SKIPS = 3  # problems; the largest wins when ranks differ
 
 
 class TrainingDiverged(TrainingStopped):
@@ -85,7 +87,8 @@ class NonFiniteLossHook(Hook):
             _WEIGHTS * (not weights_ok),
         )
         # one integer per rank: the worst problem, and among the ranks with it the lowest rank
-        rank, world = get_rank(), get_world_size()
+        rank = get_rank()
+        world = get_world_size()
         (code,) = agree_max([problem * (world + 1) + (world - rank) if problem else 0])
         if code:
             kind, lowest = divmod(code, world + 1)

@@ -67,8 +67,10 @@ class MultiEvalTTAModel(SegTTAModel):
                 f"{crop_size}, {scales}"
             )
         super().__init__(module=module, data_preprocessor=data_preprocessor)
-        self.base_size, self.crop_size = base_size, crop_size
-        self.scales, self.flip = tuple(scales), flip
+        self.base_size = base_size
+        self.crop_size = crop_size
+        self.scales = tuple(scales)
+        self.flip = flip
         self.stride = int(crop_size * (2.0 / 3.0))  # MultiEvalModule's stride_rate
 
     def test_step(self, data: dict) -> list[SegDataSample]:
@@ -106,10 +108,12 @@ class MultiEvalTTAModel(SegTTAModel):
         ph, pw = padded.shape[-2:]
         rows = math.ceil((ph - self.crop_size) / self.stride) + 1
         cols = math.ceil((pw - self.crop_size) / self.stride) + 1
-        total, count = None, padded.new_zeros(1, 1, ph, pw, dtype=torch.float64)
+        total = None
+        count = padded.new_zeros(1, 1, ph, pw, dtype=torch.float64)
         for top in range(0, rows * self.stride, self.stride):
             for left in range(0, cols * self.stride, self.stride):
-                bottom, right = min(top + self.crop_size, ph), min(left + self.crop_size, pw)
+                bottom = min(top + self.crop_size, ph)
+                right = min(left + self.crop_size, pw)
                 crop = self._pad(padded[..., top:bottom, left:right])
                 score = self._crop_scores(crop)[..., : bottom - top, : right - left]
                 if total is None:

@@ -146,7 +146,8 @@ class PreemptionHook(Hook):
             if hook.last_ckpt != path:  # not just written by the periodic save
                 hook._save_checkpoint(runner)  # pointer, max_keep_ckpts as for periodic saves
             return path
-        path, backend = osp.join(runner.work_dir, f"iter_{step}.pth"), dict(backend=ATOMIC_BACKEND)
+        path = osp.join(runner.work_dir, f"iter_{step}.pth")
+        backend = dict(backend=ATOMIC_BACKEND)
         runner.save_checkpoint(
             runner.work_dir, osp.basename(path), by_epoch=False, backend_args=backend
         )

@@ -22,7 +22,10 @@ class _RestoreAfterSkip:
     batch it restores the generators and gives the loop its iterator back."""
 
     def __init__(self, loop: Any, skips: int, state: dict) -> None:
-        self.loop, self.inner, self.left, self.state = loop, loop.dataloader_iterator, skips, state
+        self.loop = loop
+        self.inner = loop.dataloader_iterator
+        self.left = skips
+        self.state = state
 
     def __iter__(self) -> _RestoreAfterSkip:
         return self
@@ -78,7 +81,9 @@ class RandomStateHook(Hook):
         """Take the workers' states off every batch. After a resume, restore the generators: at
         once where the data restarts at the sampler (:func:`restart_at`, nothing loaded twice),
         else once mmengine's fast-forward has loaded the trained batches again."""
-        states, self._loaded, own = self._loaded, None, None
+        states = self._loaded
+        self._loaded = None
+        own = None
         if states is not None and runner.iter > 0:  # a resume (not load_from's weights only)
             if len(states) == get_world_size():
                 own = states[get_rank()]

@@ -75,7 +75,10 @@ class TrainBatches:
     def __init__(
         self, inner: Iterator, workers: list | None, first: int = 0, skip: int = 0
     ) -> None:
-        self.inner, self.workers, self.first, self.skip = inner, workers, first, skip
+        self.inner = inner
+        self.workers = workers
+        self.first = first
+        self.skip = skip
 
     def __iter__(self) -> TrainBatches:
         return self

@@ -70,7 +70,8 @@ class EveryRankVisualizationHook(SegVisualizationHook):
         self._others: list[dict[str, Any]] = []  # this rank's packed samples (ranks > 0)
 
     def before_test(self, runner) -> None:  # noqa: ANN001  (mmengine's Runner)
-        self.painted, self._others = [], []
+        self.painted = []
+        self._others = []
 
     def after_test_iter(self, runner, batch_idx: int, data_batch=None, outputs=None) -> None:
         if not self.draw or not self.every_n_inner_iters(batch_idx, self.interval):

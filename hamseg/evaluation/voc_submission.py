@@ -30,7 +30,8 @@ def voc_palette(num_colors: int = 256) -> list[int]:
     channel's most significant bit down (0 black, 255 void (224, 224, 192))."""
     palette = []
     for index in range(num_colors):
-        rgb, value = [0, 0, 0], index
+        rgb = [0, 0, 0]
+        value = index
         for shift in range(7, -1, -1):
             for channel in range(3):
                 rgb[channel] |= ((value >> channel) & 1) << shift
@@ -94,7 +95,9 @@ class VOCSubmissionMetric(IoUMetric):
             raise ValueError(f"task must be one of {self.TASKS}, got {task!r}")
         # IoUMetric would write plain PNGs into output_dir itself: it gets none.
         super().__init__(output_dir=None, format_only=format_only, **kwargs)
-        self.output_dir, self.task, self.archive = output_dir, task, archive
+        self.output_dir = output_dir
+        self.task = task
+        self.archive = archive
         self.folder = osp.join(output_dir, SUBMISSION_FOLDER.format(task=task))
 
     def process(self, data_batch: Any, data_samples: Sequence[dict]) -> None:

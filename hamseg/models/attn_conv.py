@@ -29,7 +29,8 @@ def window_mask(h: int, w: int, window: int, device: torch.device | None = None)
     """Log-domain mask H (Def. 3), (N, N) indexed [m, n]: 0 where input node m and output node n
     are at most ``window`` apart in both grid coordinates, -inf elsewhere (N = h * w, row-major)."""
     node = torch.arange(h * w, device=device)
-    r, c = node // w, node % w  # grid coordinates of each node, (N,)
+    r = node // w
+    c = node % w  # grid coordinates of each node, (N,)
     near = ((r[:, None] - r).abs() <= window) & ((c[:, None] - c).abs() <= window)
     return torch.zeros(near.shape, device=device).masked_fill(~near, float("-inf"))
 
@@ -70,8 +71,12 @@ class AttnConv(nn.Module):
             raise ValueError("need in_channels, key_dim, value_dim >= 1 and num_heads, window >= 0")
         if num_heads == 0 and not index_heads:
             raise ValueError("AttnConv needs content heads (num_heads > 0) or index_heads=True")
-        c, k = in_channels, num_heads
-        self.in_channels, self.num_heads, self.window, self.scale = c, k, window, key_dim**-0.5
+        c = in_channels
+        k = num_heads
+        self.in_channels = c
+        self.num_heads = k
+        self.window = window
+        self.scale = key_dim**-0.5
         # Stacks over the heads, [W_1 ... W_K] as (C, K, E), as the paper's Theta^O (Sec. 3.3)
         self.lambda_key = nn.Parameter(torch.empty(c, k, key_dim))  # Lambda_k^key, (C, D) each
         self.lambda_query = nn.Parameter(torch.empty(c, k, key_dim))  # Lambda_k^query, (C, D)
@@ -124,7 +129,8 @@ class AttnConv(nn.Module):
 
         # x Lambda_k^query / sqrt(D), x Lambda_k^key, x Theta_k^value: (B, K, N, D or D_v)
         queries = per_head(self.lambda_query) * self.scale
-        keys, values = per_head(self.lambda_key), per_head(self.theta_value)
+        keys = per_head(self.lambda_key)
+        values = per_head(self.theta_value)
         scores = queries @ keys.transpose(-1, -2)  # A_k^T [n, m]: (B,K,N,D) @ (B,K,D,N)->(B,K,N,N)
         if self.mu is not None:  # (x mu_k) 1^T: a score per m, a row (B, K, 1, N) of A_k^T
             scores = scores + per_head(self.mu).transpose(-1, -2)

@@ -103,7 +103,8 @@ def replay(ham: nn.Module, x: Tensor, eager: Any) -> Tensor:
 def disabled() -> Iterator[None]:
     """Every ham eager within the block (e.g. to count the operators a forward runs)."""
     global enabled
-    saved, enabled = enabled, False
+    saved = enabled
+    enabled = False
     try:
         yield
     finally:

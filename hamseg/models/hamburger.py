@@ -80,7 +80,8 @@ class Hamburger(nn.Module):
                 f"without a bread the ham works on d_z channels: latent_channels={latent} must "
                 f"equal in_channels={in_channels}"
             )
-        norm_cfg, act_cfg = copy.deepcopy(norm_cfg), copy.deepcopy(act_cfg)
+        norm_cfg = copy.deepcopy(norm_cfg)
+        act_cfg = copy.deepcopy(act_cfg)
         self.variant = variant
 
         ham_cfg = dict(type="NMF") if ham_cfg is None else dict(ham_cfg)

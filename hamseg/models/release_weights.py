@@ -131,7 +131,10 @@ def map_state_dict(
     """
     mapped: dict[str, Tensor] = {}
     origin: dict[str, str] = {}
-    unmatched, collisions, unknown, bad_shapes = [], [], [], []
+    unmatched = []
+    collisions = []
+    unknown = []
+    bad_shapes = []
     for name, tensor in source.items():
         if any(name.startswith(p) for p in drop):
             continue

@@ -81,11 +81,13 @@ def merge_cfg_options(cfg: Config, options: dict, merge: Callable = Config.merge
     ends, ``val_interval`` and checkpoint interval that had the old value (a warm-up that no
     longer fits becomes a tenth of the run): one schedule knob.
     ``merge``: mmengine's, or the original when it is patched to call this."""
-    old, train = cfg.get("data_root"), cfg.get("train_cfg") or {}
+    old = cfg.get("data_root")
+    train = cfg.get("train_cfg") or {}
     old_iters = cfg.get("max_iters", train.get("max_iters"))
     merge(cfg, options, *args)
     if "max_iters" in options:
-        train, hooks = cfg.get("train_cfg") or {}, cfg.get("default_hooks") or {}
+        train = cfg.get("train_cfg") or {}
+        hooks = cfg.get("default_hooks") or {}
         schedulers = cfg.get("param_scheduler") or []
         schedulers = [schedulers] if isinstance(schedulers, dict) else schedulers
         places = [(train, "val_interval"), (hooks.get("checkpoint") or {}, "interval")]
@@ -93,14 +95,16 @@ def merge_cfg_options(cfg: Config, options: dict, merge: Callable = Config.merge
         for node, key in [(train, "max_iters"), *places]:
             if node.get(key) == old_iters:
                 node[key] = options["max_iters"]
-        n, warm = options["max_iters"], max(1, options["max_iters"] // 10)
+        n = options["max_iters"]
+        warm = max(1, options["max_iters"] // 10)
         for sched in (s for s in schedulers if s.get("by_epoch") is False):
             # a warm-up as long as the new run: a tenth of it (mmengine needs begin < end)
             if sched.get("end", 0) > n:
                 sched["end"] = warm
             if sched.get("begin", 0) >= n:
                 sched["begin"] = warm
-    new, moved = options.get("data_root"), "data_root" not in options
+    new = options.get("data_root")
+    moved = "data_root" not in options
     for _, dataset in split_datasets(cfg, SPLITS) if not moved else ():
         if old is not None and dataset.get("data_root") == old:
             dataset["data_root"] = new

@@ -15,13 +15,13 @@ from mmengine.registry import init_default_scope
 from mmengine.runner import Runner
 from mmseg.registry import MODELS
 
-import hamseg.analysis.eval_variance as eval_variance
-from hamseg.analysis.eval_variance import summarize
+import tools.lab.analysis.eval_variance as eval_variance
 from hamseg.cli import build_config
 from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
 from tests.conftest import REPO
 from tests.helpers import make_checkpoint
 from tests.tools.test_finetune_path import CUSTOM, layout_options, run, write_mask_layout
+from tools.lab.analysis.eval_variance import summarize
 
 
 def test_summary_statistics():

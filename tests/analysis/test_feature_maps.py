@@ -1,4 +1,4 @@
-"""hamseg.analysis.features (feature maps) and tools/analysis/feature_maps.py (paper Fig. 6)."""
+"""tools.lab.analysis.features (feature maps) and tools/analysis/feature_maps.py (paper Fig. 6)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from hamseg.analysis.features import capture_features, pca_rgb, pick_channels, select_channels
 from hamseg.apis import init_model
 from hamseg.apis.images import collect_inputs, read_image_rgb
 from hamseg.apis.inference import predict_label
 from hamseg.utils.errors import UsageError
 from tests.conftest import REPO
 from tests.helpers import one_thread  # noqa: F401  (fixture)
+from tools.lab.analysis.features import capture_features, pca_rgb, pick_channels, select_channels
 
 
 def test_capture_features_hooks_the_hamburger(setup, one_thread):  # noqa: F811

@@ -1,4 +1,4 @@
-"""hamseg.analysis.head_comparison / head_report and tools/compare_demo_heads.py: the heads and
+"""tools.lab.analysis.head_comparison / head_report and tools/compare_demo_heads.py: the heads and
 their options, one protocol for every head, the table from stored runs (numbers), resume, bad
 input, the timing pass; a whole tiny comparison (slow)."""
 
@@ -14,12 +14,12 @@ import sys
 import cv2
 import pytest
 
-from hamseg.analysis import head_comparison as hc
-from hamseg.analysis import head_report as report
 from hamseg.cli import run_cli
 from hamseg.datasets.context_rooms import ContextRoomsConfig, generate_context_rooms
 from hamseg.utils.errors import UsageError
 from tests.conftest import REPO
+from tools.lab.analysis import head_comparison as hc
+from tools.lab.analysis import head_report as report
 
 
 def _run(key, seed, value, kind="context", curve=(), other=None):
@@ -27,8 +27,9 @@ def _run(key, seed, value, kind="context", curve=(), other=None):
     if kind == "ham":
         ev = dict(paper=[value - 1.0, value + 1.0], ensemble=other)
     result = dict(max_iters=500, params=1_000_000, head_params=350_000)
-    return dict(key=key, name=key.upper(), kind=kind, seed=seed, result=result,
-                curve=list(curve), eval=ev)  # fmt: skip
+    return dict(
+        key=key, name=key.upper(), kind=kind, seed=seed, result=result, curve=list(curve), eval=ev
+    )
 
 
 def test_heads_controls_and_variants():

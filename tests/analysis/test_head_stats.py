@@ -1,4 +1,4 @@
-"""hamseg.analysis.head_stats against hand computations."""
+"""tools.lab.analysis.head_stats against hand computations."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from hamseg.analysis.head_stats import (
+from tools.lab.analysis.head_stats import (
     best_by_median,
     first_reaching,
     median_interval,

@@ -1,4 +1,4 @@
-"""hamseg.analysis.protocol_study: the evaluation protocols from cached backbone features."""
+"""tools.lab.analysis.protocol_study: the evaluation protocols from cached backbone features."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import os.path as osp
 import pytest
 import torch
 
-from hamseg.analysis.eval_variance import Evaluation, difference, interval
-from hamseg.analysis.protocol_study import ProtocolStudy
 from hamseg.cli import build_config
 from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
 from tests.helpers import DEMO_NMF, make_checkpoint, one_thread  # noqa: F401  (fixture)
+from tools.lab.analysis.eval_variance import Evaluation, difference, interval
+from tools.lab.analysis.protocol_study import ProtocolStudy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

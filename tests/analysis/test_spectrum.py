@@ -1,4 +1,4 @@
-"""hamseg.analysis.features (spectrum) and tools/analysis/spectrum.py (paper Fig. 5) on a tiny
+"""tools.lab.analysis.features (spectrum) and tools/analysis/spectrum.py (paper Fig. 5) on a tiny
 checkpoint."""
 
 from __future__ import annotations
@@ -12,11 +12,16 @@ import numpy as np
 import pytest
 import torch
 
-from hamseg.analysis.features import compute_spectra, cumulative_energy, get_module, write_spectrum
 from hamseg.apis import init_model
 from hamseg.apis.images import collect_inputs
 from tests.conftest import REPO
 from tests.helpers import DEMO_FCN, make_checkpoint, one_thread  # noqa: F401  (fixture)
+from tools.lab.analysis.features import (
+    compute_spectra,
+    cumulative_energy,
+    get_module,
+    write_spectrum,
+)
 
 
 def test_cumulative_energy_known_spectra():

@@ -21,10 +21,18 @@ def _smooth(h: int, w: int) -> np.ndarray:
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("decode")
-    paths = {k: str(root / n) for k, n in (
-        ("jpg", "full.jpg"), ("cut_jpg", "cut.jpg"), ("png", "full.png"), ("cut_png", "cut.png"),
-        ("text", "notes.png"), ("empty", "empty.jpg"), ("folder", "folder.png"),
-    )}  # fmt: skip
+    paths = {
+        k: str(root / n)
+        for k, n in (
+            ("jpg", "full.jpg"),
+            ("cut_jpg", "cut.jpg"),
+            ("png", "full.png"),
+            ("cut_png", "cut.png"),
+            ("text", "notes.png"),
+            ("empty", "empty.jpg"),
+            ("folder", "folder.png"),
+        )
+    }
     for key, ext in (("jpg", ".jpg"), ("png", ".png")):
         data = cv2.imencode(ext, _smooth(45, 61))[1].tobytes()
         with open(paths[key], "wb") as f:

@@ -125,8 +125,17 @@ def test_api_label_map_equals_tools_test_out_on_the_demo_config(tmp_path):
     # One image per batch, as inference_model runs it: a batch of two sums in another order, and
     # a 1e-9 difference flips the argmax where an untrained model's top two logits nearly tie.
     opts += ["test_dataloader.batch_size=1"]
-    proc = run("tools/test.py", DEMO_NMF, ckpt, "--work-dir", str(tmp_path / "w"), "--out", out,
-               "--cfg-options", *opts)  # fmt: skip
+    proc = run(
+        "tools/test.py",
+        DEMO_NMF,
+        ckpt,
+        "--work-dir",
+        str(tmp_path / "w"),
+        "--out",
+        out,
+        "--cfg-options",
+        *opts,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     model = init_model(DEMO_NMF, ckpt, device="cpu")
     names = sorted(os.listdir(osp.join(root, "img_dir", "val")))

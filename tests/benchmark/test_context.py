@@ -11,9 +11,9 @@ import math
 import pytest
 import torch
 
-from hamseg.benchmark.context import evaluate_targets, loglog_slope
-from hamseg.benchmark.zoo import PAPER_SHAPE, PAPER_TABLE3, SPECS
 from tests.benchmark.tools import run_tool
+from tools.lab.benchmark.context import evaluate_targets, loglog_slope
+from tools.lab.benchmark.zoo import PAPER_SHAPE, PAPER_TABLE3, SPECS
 
 
 def test_every_module_maps_the_tensor_to_its_positions():
@@ -44,7 +44,7 @@ def test_rows_with_a_table3_entry_have_its_parameter_count():
 def test_double_attention_and_acf_average_when_their_maps_are_uniform():
     """Zero logits: A^2 gathers the mean feature and distributes it evenly (out = x + mean x
     with identity maps); ACF's aggregate is the mean of rho(x)."""
-    from hamseg.benchmark.comparators import CooccurrentFeatures, DoubleAttention
+    from tools.lab.benchmark.comparators import CooccurrentFeatures, DoubleAttention
 
     torch.manual_seed(0)
     x = torch.randn(1, 3, 5, 4)

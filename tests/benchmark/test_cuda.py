@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
-from hamseg.benchmark.measure import MIB, peak_memory, time_fn
 from tests.benchmark.tools import run_tool
+from tools.lab.benchmark.measure import MIB, peak_memory, time_fn
 
 pytestmark = [
     pytest.mark.gpu,

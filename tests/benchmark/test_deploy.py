@@ -1,4 +1,4 @@
-"""hamseg.benchmark.deploy: eager vs ONNX Runtime at equal threads, consistent numbers, ORT's
+"""tools.lab.benchmark.deploy: eager vs ONNX Runtime at equal threads, consistent numbers, ORT's
 per-operator profile and the eval_draws table."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def two_val_images(monkeypatch):
     """Two (input, ground truth) pairs of 40x40 instead of the config's val split, one of
     them for calibration."""
-    from hamseg.benchmark import deploy
+    from tools.lab.benchmark import deploy
 
     rng = np.random.default_rng(0)
     batches = [(rng.normal(size=(1, 3, 40, 40)).astype(np.float32), rng.integers(0, 7, (40, 40)))]
@@ -30,7 +30,7 @@ def test_deploy_latency_rows_profile_and_table(monkeypatch, two_val_images):
     import torch
 
     from hamseg.apis import precision
-    from hamseg.benchmark import deploy
+    from tools.lab.benchmark import deploy
 
     threads_seen = []
 
@@ -76,7 +76,7 @@ def test_deploy_latency_rows_profile_and_table(monkeypatch, two_val_images):
 
 
 def test_a_model_without_val_split_is_timed_with_random_calibration():
-    from hamseg.benchmark import deploy
+    from tools.lab.benchmark import deploy
 
     result = deploy.latency(
         deploy.DEMO, 40, None, [1], runs=2, backends=["ORT fp32", "ORT int8"], quality=False
@@ -87,7 +87,7 @@ def test_a_model_without_val_split_is_timed_with_random_calibration():
 
 
 def test_the_draws_table_times_every_graph_and_spans_the_seeds(two_val_images):
-    from hamseg.benchmark import deploy
+    from tools.lab.benchmark import deploy
 
     rows = deploy.draws_table(deploy.DEMO, 40, None, draws=(1, 3), seeds=3, runs=2)
     assert [r["draws"] for r in rows] == [1, 3]
@@ -102,7 +102,7 @@ def test_the_draws_table_times_every_graph_and_spans_the_seeds(two_val_images):
 
 
 def test_the_recipe_table_times_each_int8_variant_against_ort_fp32(two_val_images):
-    from hamseg.benchmark import deploy
+    from tools.lab.benchmark import deploy
 
     rows = deploy.recipe_table(deploy.DEMO, 40, None, ["shipped", "QDQ format"], runs=2)
     assert [r["recipe"] for r in rows] == ["ORT fp32", "shipped", "QDQ format"]

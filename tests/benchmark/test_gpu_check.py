@@ -1,4 +1,4 @@
-"""tools/gpu_check.sh and its report (hamseg.benchmark.gpu_check), here without CUDA."""
+"""tools/gpu_check.sh and its report (tools.lab.benchmark.gpu_check), here without CUDA."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from hamseg.apis.demo import ensure_data
-from hamseg.benchmark.gpu_check import collect, flatten, markdown, write_report
 from tests.benchmark.tools import run_tool
 from tests.conftest import REPO
+from tools.lab.benchmark.gpu_check import collect, flatten, markdown, write_report
 
 PYTEST_TESTS = """import pytest
 
@@ -75,7 +75,7 @@ def _fixtures() -> dict[str, tuple[dict, str]]:
     """One output of each benchmark gpu_check.sh runs, as each writes it: JSON and its table."""
     import runpy
 
-    from hamseg.benchmark import models
+    from tools.lab.benchmark import models
 
     context = {
         "env": {"device": "cuda", "rates": [1.5e12, 1.4e12], "shape": [1, 512, 128, 128]},
@@ -90,11 +90,22 @@ def _fixtures() -> dict[str, tuple[dict, str]]:
     }
     seg = dict(
         rows=[
-            dict(part="decode head", time_ours=0.0421, time_mmseg=0.0512, time_ratio=0.8222656,
-                 spread=0.031, mem_ours=123456789, mem_mmseg=234567890, mem_ratio=0.5263),
+            dict(
+                part="decode head",
+                time_ours=0.0421,
+                time_mmseg=0.0512,
+                time_ratio=0.8222656,
+                spread=0.031,
+                mem_ours=123456789,
+                mem_mmseg=234567890,
+                mem_ratio=0.5263,
+            ),
         ],
-        batch=2, size=512, runs=5, device="cuda:0",
-    )  # fmt: skip
+        batch=2,
+        size=512,
+        runs=5,
+        device="cuda:0",
+    )
     latency = [
         dict(
             backend="ORT int8",

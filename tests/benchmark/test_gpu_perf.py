@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from hamseg.benchmark.gpu_perf import Switches, family
 from tests.benchmark.tools import run_tool
+from tools.lab.benchmark.gpu_perf import Switches, family
 
 DEMO = "configs/demo/hamhead-nmf_r18-d8_context-shapes.py"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hamseg.benchmark.measure import PRODUCT_OPS, count_macs, count_run_macs, hamburger_macs
-from hamseg.benchmark.zoo import SPECS
+from tools.lab.benchmark.measure import PRODUCT_OPS, count_macs, count_run_macs, hamburger_macs
+from tools.lab.benchmark.zoo import SPECS
 
 
 def test_hand_count_at_the_paper_setting():

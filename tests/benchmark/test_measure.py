@@ -7,8 +7,8 @@ import time
 import pytest
 import torch
 
-from hamseg.benchmark.measure import MIB, alternate, peak_memory, select_device, spread, time_fn
 from hamseg.utils.errors import UsageError
+from tools.lab.benchmark.measure import MIB, alternate, peak_memory, select_device, spread, time_fn
 
 CPU = torch.device("cpu")
 

@@ -15,7 +15,10 @@ import sys
 import pytest
 import torch
 
-from hamseg.benchmark.models import (
+from tests.benchmark.tools import run_tool
+from tests.conftest import REPO, TINY_FCN
+from tests.helpers import one_thread  # noqa: F401  (fixture)
+from tools.lab.benchmark.models import (
     HAM,
     build_for_training,
     compare_segnext,
@@ -26,9 +29,6 @@ from hamseg.benchmark.models import (
     synthetic_batch,
     train_iter_summary,
 )
-from tests.benchmark.tools import run_tool
-from tests.conftest import REPO, TINY_FCN
-from tests.helpers import one_thread  # noqa: F401  (fixture)
 
 
 def test_synthetic_batch_is_what_the_loader_yields():

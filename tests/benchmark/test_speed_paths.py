@@ -1,13 +1,13 @@
-"""hamseg.benchmark.speed_paths and tools/benchmark_speed_paths.py on a tiny input."""
+"""tools.lab.benchmark.speed_paths and tools/benchmark_speed_paths.py on a tiny input."""
 
 from __future__ import annotations
 
 import pytest
 
-from hamseg.benchmark.speed_paths import speed_paths, speed_paths_markdown
 from hamseg.models import Hamburger
 from hamseg.models.fused_hamburger import PointwiseConv
 from tests.helpers import one_thread  # noqa: F401  (fixture)
+from tools.lab.benchmark.speed_paths import speed_paths, speed_paths_markdown
 
 
 @pytest.mark.usefixtures("one_thread")

@@ -100,10 +100,12 @@ def test_packaged_config_names_load_the_installed_files(tmp_path, monkeypatch):
         ("hamseg::demo/nope.py", f"no such file in {PACKAGE_DIR}/.mim/configs"),
         ("mmseg::fcn/nope.py", "no such file in {mmseg}/.mim/configs"),
         ("mmseg::nope.py", "name a packaged config mmseg::DIR/FILE.py"),
-        ("nopkg::a/b.py", "unknown package 'nopkg': name hamseg::DIR/FILE.py, mmseg::DIR/FILE.py"
-         " or a file"),
+        (
+            "nopkg::a/b.py",
+            "unknown package 'nopkg': name hamseg::DIR/FILE.py, mmseg::DIR/FILE.py or a file",
+        ),
     ],
-)  # fmt: skip
+)
 def test_an_unknown_packaged_config_is_refused_with_its_name(name, detail):
     detail = detail.format(mmseg=osp.dirname(mmseg.__file__))
     with pytest.raises(FileNotFoundError) as err:

@@ -209,25 +209,60 @@ def custom_predictions(ws: str) -> str:
 slow = pytest.mark.slow
 TOOL_CASES = [
     # a packaged config name, as a pip user without a checkout gives it (hamseg/.mim/configs)
-    pytest.param("print_config", lambda ws: [f"hamseg::{NMF_NAME}"], check_print_config,
-                 id="print_config"),
-    pytest.param("get_flops", lambda ws: [CD, "--shape", "64", "65"], check_get_flops,
-                 id="get_flops", marks=slow),
-    pytest.param("benchmark", lambda ws: [NMF, "ckpt.pth", "--work-dir", "bench"],
-                 check_benchmark, id="benchmark", marks=slow),
-    pytest.param("browse_dataset", lambda ws: [NMF, "--not-show", "--output-dir", "browse"],
-                 check_browse_dataset, id="browse_dataset", marks=slow),
-    pytest.param("confusion_matrix", lambda ws: [NMF, perfect_predictions(ws), "cm"],
-                 check_confusion_matrix, id="confusion_matrix", marks=slow),
+    pytest.param(
+        "print_config", lambda ws: [f"hamseg::{NMF_NAME}"], check_print_config, id="print_config"
+    ),
+    pytest.param(
+        "get_flops",
+        lambda ws: [CD, "--shape", "64", "65"],
+        check_get_flops,
+        id="get_flops",
+        marks=slow,
+    ),
+    pytest.param(
+        "benchmark",
+        lambda ws: [NMF, "ckpt.pth", "--work-dir", "bench"],
+        check_benchmark,
+        id="benchmark",
+        marks=slow,
+    ),
+    pytest.param(
+        "browse_dataset",
+        lambda ws: [NMF, "--not-show", "--output-dir", "browse"],
+        check_browse_dataset,
+        id="browse_dataset",
+        marks=slow,
+    ),
+    pytest.param(
+        "confusion_matrix",
+        lambda ws: [NMF, perfect_predictions(ws), "cm"],
+        check_confusion_matrix,
+        id="confusion_matrix",
+        marks=slow,
+    ),
     # mmseg's BaseSegDataset with the config's metainfo classes (the custom template's)
-    pytest.param("confusion_matrix",
-                 lambda ws: [custom_config(ws), custom_predictions(ws), "cm_custom"],
-                 check_confusion_matrix_custom, id="confusion_matrix-custom", marks=slow),
-    pytest.param("publish_model", lambda ws: ["ckpt.pth", "demo_pub.pth"], check_publish_model,
-                 id="publish_model", marks=slow),
-    pytest.param("analyze_logs", lambda ws: [write_log(ws), "--keys", "loss", "mIoU", "--out",
-                 "curve.png"], check_analyze_logs, id="analyze_logs", marks=slow),
-]  # fmt: skip
+    pytest.param(
+        "confusion_matrix",
+        lambda ws: [custom_config(ws), custom_predictions(ws), "cm_custom"],
+        check_confusion_matrix_custom,
+        id="confusion_matrix-custom",
+        marks=slow,
+    ),
+    pytest.param(
+        "publish_model",
+        lambda ws: ["ckpt.pth", "demo_pub.pth"],
+        check_publish_model,
+        id="publish_model",
+        marks=slow,
+    ),
+    pytest.param(
+        "analyze_logs",
+        lambda ws: [write_log(ws), "--keys", "loss", "mIoU", "--out", "curve.png"],
+        check_analyze_logs,
+        id="analyze_logs",
+        marks=slow,
+    ),
+]
 
 
 @pytest.mark.parametrize("tool,make_args,check", TOOL_CASES)
@@ -325,8 +360,16 @@ def test_misc_browse_dataset_draws_the_config_classes(workspace):
     alone asserts "class information is not provided" (it reads the empty class attribute)."""
     import cv2
 
-    ok(run_front_end(workspace, "misc/browse_dataset", custom_config(workspace), "--not-show",
-                     "--output-dir", "browse_misc"))  # fmt: skip
+    ok(
+        run_front_end(
+            workspace,
+            "misc/browse_dataset",
+            custom_config(workspace),
+            "--not-show",
+            "--output-dir",
+            "browse_misc",
+        )
+    )
     out = osp.join(workspace, "browse_misc", "vis_data", "vis_image")
     assert sorted(os.listdir(out)) == ["000.jpg_0.png", "001.jpg_0.png"]
     for i, name in enumerate(sorted(os.listdir(out))):
@@ -419,8 +462,13 @@ def test_inputs_are_checked_before_the_script_runs(tmp_path):
         mmseg_tool.check_inputs("analysis_tools/benchmark.py", [NMF, "none.pth"])
     ckpt = tmp_path / "c.pth"
     torch.save(dict(state_dict=dict(w=torch.ones(2))), ckpt)
-    for name, fine in [("x.pth", True), ("model.pth", True), ("depth.pth", False),
-                       ("out.ckpt", False), (".pth", False)]:  # fmt: skip
+    for name, fine in [
+        ("x.pth", True),
+        ("model.pth", True),
+        ("depth.pth", False),
+        ("out.ckpt", False),
+        (".pth", False),
+    ]:
         argv = [str(ckpt), name]
         if fine:
             mmseg_tool.check_inputs("misc/publish_model.py", argv)

@@ -144,8 +144,10 @@ def test_voc_model_structure(voc_model):
     backbone = voc_model.backbone
     stem_convs = [m for m in backbone.stem if isinstance(m, nn.Conv2d)]
     assert [(c.in_channels, c.out_channels, c.stride) for c in stem_convs] == [
-        (3, 64, (2, 2)), (64, 64, (1, 1)), (64, 128, (1, 1))
-    ]  # fmt: skip
+        (3, 64, (2, 2)),
+        (64, 64, (1, 1)),
+        (64, 128, (1, 1)),
+    ]
     assert [b.conv2.dilation[0] for b in backbone.layer4] == [2, 8, 16]
     assert [b.conv2.dilation[0] for b in backbone.layer3] == [1] + [2] * 22
     assert [len(getattr(backbone, f"layer{i}")) for i in range(1, 5)] == [3, 4, 23, 3]
@@ -194,8 +196,10 @@ def test_voc_stage2_recipe():
     assert cfg.model.backbone.init_cfg is None
     data = cfg.train_dataloader.dataset
     assert (data.type, data.ann_file, data.data_prefix.seg_map_path) == (
-        "PascalVOCDataset", "ImageSets/Segmentation/trainval.txt", "SegmentationClass"
-    )  # fmt: skip
+        "PascalVOCDataset",
+        "ImageSets/Segmentation/trainval.txt",
+        "SegmentationClass",
+    )
     long = load("configs", "hamnet", "hamnet_r101-d8_8xb2-20k_voc12trainval-513x513.py")
     assert long.load_from == "work_dirs/hamnet_r101-d8_8xb2-60k_voc12aug-513x513/iter_60000.pth"
     # the documented switch to the release's labels (docs/recipes.md, "Stage 2's labels")
@@ -280,12 +284,41 @@ def test_v1c_variant_only_changes_the_backbone_weights(voc):
 #: Each ablation config: the ham_cfg it must have (everything else equal to its base).
 #: Every recipe evaluates with the paper's protocol: a new dictionary at every forward.
 EVAL = dict(eval_seed=None, eval_draws=1)
-NMF = dict(type="NMF", S=1, R=64, train_steps=6, eval_steps=6, inv_t=1, init="random",
-           grad="one_step", **EVAL)  # fmt: skip
-CD = dict(type="CD", S=1, R=64, train_steps=6, eval_steps=6, inv_t=100, beta=0.1, eta=0.9,
-          init="online", grad="one_step", **EVAL)  # fmt: skip
-VQ = dict(type="VQ", S=1, R=64, train_steps=6, eval_steps=6, inv_t=100, init="random",
-          grad="one_step", **EVAL)  # fmt: skip
+NMF = dict(
+    type="NMF",
+    S=1,
+    R=64,
+    train_steps=6,
+    eval_steps=6,
+    inv_t=1,
+    init="random",
+    grad="one_step",
+    **EVAL,
+)
+CD = dict(
+    type="CD",
+    S=1,
+    R=64,
+    train_steps=6,
+    eval_steps=6,
+    inv_t=100,
+    beta=0.1,
+    eta=0.9,
+    init="online",
+    grad="one_step",
+    **EVAL,
+)
+VQ = dict(
+    type="VQ",
+    S=1,
+    R=64,
+    train_steps=6,
+    eval_steps=6,
+    inv_t=100,
+    init="random",
+    grad="one_step",
+    **EVAL,
+)
 ABLATION_HAMS = {
     ABLATION_BASE: NMF,
     "nmf_bptt.py": dict(NMF, grad="bptt"),

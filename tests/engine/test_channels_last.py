@@ -7,10 +7,10 @@ import torch
 from mmengine.config import Config
 
 import hamseg  # noqa: F401  (before mmseg)
-from hamseg.benchmark.models import build_for_training, resolve, synthetic_batch
 from hamseg.cli import enable_amp
 from hamseg.engine import ChannelsLastHook
 from hamseg.models.fused_hamburger import PointwiseConv
+from tools.lab.benchmark.models import build_for_training, resolve, synthetic_batch
 
 TINY_HAM = "tests/data/tiny_ham.py"
 

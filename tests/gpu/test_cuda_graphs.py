@@ -7,9 +7,9 @@ import torch
 from mmseg.registry import MODELS
 
 import hamseg  # noqa: F401  (before mmseg)
-from hamseg.benchmark.models import build_for_training, resolve, synthetic_batch
 from hamseg.engine import ChannelsLastHook
 from hamseg.models import Hamburger, HamHead, cuda_graphs
+from tools.lab.benchmark.models import build_for_training, resolve, synthetic_batch
 
 pytestmark = pytest.mark.gpu
 

@@ -73,18 +73,27 @@ def _fixed(**kwargs) -> dict:
 
 def _ham_head() -> tuple[torch.nn.Module, list[torch.Tensor]]:
     head = HamHead(
-        in_channels=16, ham_channels=32, channels=16, num_classes=5, ham_cfg=_fixed(),
+        in_channels=16,
+        ham_channels=32,
+        channels=16,
+        num_classes=5,
+        ham_cfg=_fixed(),
         norm_cfg=dict(type="BN"),
-    )  # fmt: skip
+    )
     perturb_norms(head)
     return head, [torch.rand(2, 16, 33, 33)]  # 1089 positions: the fused path applies
 
 
 def _segnext_head() -> tuple[torch.nn.Module, list[torch.Tensor]]:
     head = HamLightHead(
-        in_channels=[8, 16], in_index=[0, 1], channels=16, ham_channels=32, num_classes=5,
-        ham_cfg=_fixed(), norm_cfg=dict(type="GN", num_groups=8, requires_grad=True),
-    )  # fmt: skip
+        in_channels=[8, 16],
+        in_index=[0, 1],
+        channels=16,
+        ham_channels=32,
+        num_classes=5,
+        ham_cfg=_fixed(),
+        norm_cfg=dict(type="GN", num_groups=8, requires_grad=True),
+    )
     return head, [torch.rand(2, 8, 33, 33), torch.rand(2, 16, 17, 17)]
 
 

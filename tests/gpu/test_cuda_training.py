@@ -9,8 +9,8 @@ import torch
 from mmengine.optim import AmpOptimWrapper
 
 import hamseg  # noqa: F401  (before mmseg)
-from hamseg.benchmark.models import build_for_training, resolve, synthetic_batch
 from tests.gpu.conftest import record
+from tools.lab.benchmark.models import build_for_training, resolve, synthetic_batch
 
 pytestmark = pytest.mark.gpu
 

@@ -198,9 +198,13 @@ def test_head_from_demo_config_trains():
 
 def test_head_block_is_skip_norm_act():
     head = AttnConvHead(
-        attn_channels=8, attn_cfg=dict(num_heads=2, key_dim=4, window=2), in_channels=5,
-        channels=6, num_classes=3, norm_cfg=dict(type="BN", requires_grad=True),
-    ).eval()  # fmt: skip
+        attn_channels=8,
+        attn_cfg=dict(num_heads=2, key_dim=4, window=2),
+        in_channels=5,
+        channels=6,
+        num_classes=3,
+        norm_cfg=dict(type="BN", requires_grad=True),
+    ).eval()
     x = torch.randn(1, 5, 5, 7)
     z = head.squeeze(x)
     expected = head.cls_seg(head.align((z + head.attn_norm(head.attn_conv(z))).relu()))

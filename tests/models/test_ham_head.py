@@ -307,9 +307,13 @@ def release_like_convs():
 
 def full_size_head(conv_init):
     return HamHead(
-        in_channels=2048, channels=256, num_classes=21, ham_channels=512, conv_init=conv_init,
+        in_channels=2048,
+        channels=256,
+        num_classes=21,
+        ham_channels=512,
+        conv_init=conv_init,
         norm_cfg=BN,
-    )  # fmt: skip
+    )
 
 
 def test_pytorch_conv_init_is_the_release_init_after_init_weights():
@@ -391,9 +395,15 @@ def test_head_without_hamburger_is_squeeze_align_classifier():
 
 def test_head_switches_reach_the_hamburger():
     head = HamHead(
-        in_channels=8, channels=4, num_classes=2, ham_channels=8, variant="paper",
-        with_ham=False, with_upper_bread=False, norm_cfg=BN,
-    )  # fmt: skip
+        in_channels=8,
+        channels=4,
+        num_classes=2,
+        ham_channels=8,
+        variant="paper",
+        with_ham=False,
+        with_upper_bread=False,
+        norm_cfg=BN,
+    )
     ham = head.hamburger
     assert ham.ham is None and isinstance(ham.upper_bread, torch.nn.Identity)
     assert isinstance(ham.norm, torch.nn.BatchNorm2d) and len(ham.lower_bread) == 2

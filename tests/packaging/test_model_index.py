@@ -113,7 +113,7 @@ def measured_demo_metrics() -> dict[str, dict[str, float]]:
     """Config -> the metrics its metafile entry must have, from every table that
     tools/compare_demo_heads.py wrote (docs/demo_results*.md): over several seeds the mean
     ``mIoU`` and ``mIoU std (N seeds)``, over one seed ``mIoU (1 seed)``."""
-    from hamseg.analysis.head_comparison import HEADS
+    from tools.lab.analysis.head_comparison import HEADS
 
     configs = {h.label: h.config for h in HEADS.values()}  # label in the tables -> config
     measured = {}

@@ -70,6 +70,16 @@ def repo_configs() -> set[str]:
     return out
 
 
+def package_modules() -> set[str]:
+    """The checkout's ``hamseg/**/*.py`` (not the configs and tools of ``hamseg/.mim``)."""
+    out = set()
+    for root, dirs, files in os.walk(osp.join(REPO, "hamseg")):
+        dirs[:] = [d for d in dirs if d not in ("__pycache__", ".mim")]
+        rel = osp.relpath(root, REPO).replace(osp.sep, "/")
+        out |= {f"{rel}/{f}" for f in files if f.endswith(".py")}
+    return out
+
+
 def build(tmp_path) -> tuple:
     """``(sdist, wheel)`` built from a copy of the checkout, under ``tmp_path``."""
     src, dist = tmp_path / "src", tmp_path / "dist"
@@ -106,6 +116,12 @@ def test_built_wheel_serves_hamseg_configs_without_the_repository(tmp_path):
     packaged = {"hamseg/.mim/" + c for c in repo_configs()} | {"hamseg/.mim/model-index.yml"}
     packaged |= {"hamseg/.mim/tools/train.py", "hamseg/.mim/tools/analysis/get_flops.py"}
     assert packaged <= listed
+    # the library only, as in the checkout: a checkout's lab code (tools/lab/) is no importable
+    # package of the wheel, neither at the top level nor inside hamseg
+    library = {n.split("/")[0] for n in listed if not n.startswith("hamseg-")}
+    assert library == {"hamseg"}, library
+    modules = {n for n in listed if n.endswith(".py") and not n.startswith("hamseg/.mim/")}
+    assert modules == package_modules(), modules ^ package_modules()
     assert f"hamseg-{hamseg.__version__}.dist-info/licenses/LICENSE" in listed
     mim = target / "hamseg" / ".mim" / "configs"
     assert mim.is_dir() and not mim.is_symlink()

@@ -6,7 +6,7 @@
 Table 3's block (r = 64, K = 6, one draw; the same weights in both): inference (eval, no
 autograd) from a random dictionary and from the seeded one (``eval_seed=0``, one draw), and
 forward+backward (train mode, ``y.backward(g)``). Each round alternates ``--runs`` calls of the
-two blocks (:func:`hamseg.benchmark.measure.alternate`) and keeps each one's median; the table
+two blocks (:func:`tools.lab.benchmark.measure.alternate`) and keeps each one's median; the table
 gives the median over rounds, the ratio new / old of each round's medians and the spread.
 On a loaded machine other processes stretch the wall clock (and with several threads every
 parallel region waits for all of them to be scheduled); what they do not stretch: ``--clock
@@ -45,10 +45,10 @@ import torch.nn.functional as F  # noqa: E402
 from mmseg.registry import MODELS  # noqa: E402
 from torch import nn  # noqa: E402
 
-from hamseg.benchmark.measure import alternate, machine, spread, table  # noqa: E402
 from hamseg.cli import run_cli  # noqa: E402
 from hamseg.models import Hamburger  # noqa: E402
 from hamseg.utils.errors import UsageError  # noqa: E402
+from tools.lab.benchmark.measure import alternate, machine, spread, table  # noqa: E402
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 #: The commit's modules in import order (the tracing helpers moved from compat/ to models/).
@@ -82,7 +82,8 @@ def load_commit(commit: str) -> dict[str, types.ModuleType]:
             with open(path, encoding="utf-8") as f:
                 source = f.read().replace("from hamseg.", f"from {package}.")
             module = types.ModuleType(dotted)
-            module.__file__, module.__package__ = path, dotted.rsplit(".", 1)[0]
+            module.__file__ = path
+            module.__package__ = dotted.rsplit(".", 1)[0]
             sys.modules[dotted] = module
             with mock.patch.object(MODELS, "register_module", lambda **kw: lambda cls: cls):
                 exec(compile(source, path, "exec"), module.__dict__)
@@ -108,7 +109,8 @@ def relative_difference(new: nn.Module, ref: nn.Module, x: torch.Tensor) -> floa
     """Max |new - old| / max |old| of the two blocks' inference from one given dictionary."""
     bases = F.normalize(torch.rand(x.shape[0], x.shape[1], 64), dim=1)
     with torch.no_grad():
-        a, b = new.eval()(x, bases), ref.eval()(x, bases)
+        a = new.eval()(x, bases)
+        b = ref.eval()(x, bases)
     return float((a - b).abs().max() / b.abs().max())
 
 
@@ -165,7 +167,8 @@ def markdown(rows: list[dict], head: str) -> str:
     """The rows of :func:`ab` as a markdown table under ``head``."""
     cells = []
     for r in rows[1:]:
-        new, old = r["new"], r["old"]
+        new = r["new"]
+        old = r["old"]
         ratios = [a / b for a, b in zip(new, old)]
         cells.append(
             (

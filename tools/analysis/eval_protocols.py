@@ -25,11 +25,11 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 # isort: split
 from mmengine.config import DictAction  # noqa: E402
 
-from hamseg.analysis.eval_variance import Evaluation, difference, hams, interval  # noqa: E402  # noqa: E402
-from hamseg.analysis.protocol_study import ProtocolStudy  # noqa: E402
 from hamseg.cli import CLIError, build_config, run_cli  # noqa: E402
 from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
 from hamseg.utils.errors import require_file  # noqa: E402
+from tools.lab.analysis.eval_variance import Evaluation, difference, hams, interval  # noqa: E402  # noqa: E402
+from tools.lab.analysis.protocol_study import ProtocolStudy  # noqa: E402
 
 
 def measure(study: ProtocolStudy, runs: int, seeds: list[int], draws: int) -> dict:

@@ -26,17 +26,17 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 # isort: split
 from mmengine.config import DictAction  # noqa: E402
 
-from hamseg.analysis.eval_variance import (  # noqa: E402
+from hamseg.cli import CLIError, build_config, run_cli  # noqa: E402
+from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
+from hamseg.engine.tta import use_tta  # noqa: E402
+from hamseg.utils.errors import require_file  # noqa: E402
+from tools.lab.analysis.eval_variance import (  # noqa: E402
     Evaluation,
     evaluate_repeatedly,
     hams,
     seed_sweep,
     set_protocol,
 )
-from hamseg.cli import CLIError, build_config, run_cli  # noqa: E402
-from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
-from hamseg.engine.tta import use_tta  # noqa: E402
-from hamseg.utils.errors import require_file  # noqa: E402
 
 
 def main() -> None:

@@ -18,16 +18,16 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before mmseg is used)
 
 # isort: split
-from hamseg.analysis.features import (  # noqa: E402
+from hamseg.apis import init_model  # noqa: E402
+from hamseg.apis.images import collect_inputs  # noqa: E402
+from hamseg.apis.inference import class_info  # noqa: E402
+from hamseg.cli import CLIError, run_cli  # noqa: E402
+from tools.lab.analysis.features import (  # noqa: E402
     HAMBURGER,
     capture_features,
     draw_feature_maps,
     select_channels,  # noqa: E402
 )
-from hamseg.apis import init_model  # noqa: E402
-from hamseg.apis.images import collect_inputs  # noqa: E402
-from hamseg.apis.inference import class_info  # noqa: E402
-from hamseg.cli import CLIError, run_cli  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

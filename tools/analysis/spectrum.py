@@ -18,10 +18,10 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before mmseg is used)
 
 # isort: split
-from hamseg.analysis.features import HAMBURGER, compute_spectra, write_spectrum  # noqa: E402
 from hamseg.apis import init_model  # noqa: E402
 from hamseg.apis.images import collect_inputs  # noqa: E402
 from hamseg.cli import CLIError, run_cli  # noqa: E402
+from tools.lab.analysis.features import HAMBURGER, compute_spectra, write_spectrum  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

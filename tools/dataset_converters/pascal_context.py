@@ -22,7 +22,7 @@ import hamseg  # noqa: E402,F401  (adapts the stack; before anything imports mms
 
 # isort: split
 from hamseg.cli import run_cli  # noqa: E402
-from hamseg.datasets.converters import convert_pascal_context  # noqa: E402
+from tools.dataset_converters.converters import convert_pascal_context  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,9 +42,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nproc", type=int, default=1, help="worker processes")
     args = parser.parse_args(argv)
     res = convert_pascal_context(
-        args.devkit_path, args.json_path, args.out_dir, args.mat_dir, args.labels,
-        not args.no_label_check, args.nproc,
-    )  # fmt: skip
+        args.devkit_path,
+        args.json_path,
+        args.out_dir,
+        args.mat_dir,
+        args.labels,
+        not args.no_label_check,
+        args.nproc,
+    )
     if res.labels_checked:
         print(f"class ids checked against {res.labels_checked}")
     for name, missing in res.missing.items():
@@ -54,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{res.mat_dir}, e.g. {missing[:3]}; they are left out",
                 file=sys.stderr,
             )
-    train, val = len(res.splits["train"]), len(res.splits["val"])
+    train = len(res.splits["train"])
+    val = len(res.splits["val"])
     print(
         f"{train + val} PNGs in {res.out_dir}; train {train}, val {val} "
         f"images (split from {res.source}; the full data give 4998 / 5105)."

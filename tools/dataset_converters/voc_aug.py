@@ -22,7 +22,7 @@ import hamseg  # noqa: E402,F401  (adapts the stack; before anything imports mms
 
 # isort: split
 from hamseg.cli import run_cli  # noqa: E402
-from hamseg.datasets.converters import (  # noqa: E402
+from tools.dataset_converters.converters import (  # noqa: E402
     RELEASE_AUG_LEN,
     TRAINAUG_LEN,
     VOC_TRAIN_LEN,

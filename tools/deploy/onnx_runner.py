@@ -35,7 +35,8 @@ def fail(message: str) -> None:
 def load(path: str, threads: int = 0) -> tuple[ort.InferenceSession, dict]:
     """The CPU session (``threads`` intra-op threads, 0: ORT's default) and its metadata."""
     options = ort.SessionOptions()
-    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
     session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     meta = session.get_modelmeta().custom_metadata_map
     if "hamseg" not in meta:
@@ -66,10 +67,12 @@ def preprocess(info: dict, bgr: np.ndarray) -> tuple[np.ndarray, tuple[int, int]
         x = x[::-1] if info["bgr_to_rgb"] else x
         mean, std = (np.asarray(info[k], np.float32)[:, None, None] for k in ("mean", "std"))
         x = (x - mean) / std
-    size, divisor = info["pad"]["size"], info["pad"]["size_divisor"]
+    size = info["pad"]["size"]
+    divisor = info["pad"]["size_divisor"]
     ph, pw = size[::-1] if size else (h, w)  # mmseg's size is (w, h)
     if divisor:
-        ph, pw = -(-ph // divisor) * divisor, -(-pw // divisor) * divisor
+        ph = -(-ph // divisor) * divisor
+        pw = -(-pw // divisor) * divisor
     if (ph, pw) != (h, w):  # mmseg pads the normalised image with pad_val (baked: the mean)
         mean = np.asarray(info["mean"], np.float32)[:: -1 if info["bgr_to_rgb"] else 1]
         fill = mean[:, None, None] if baked else np.float32(info["pad_val"])
@@ -81,7 +84,8 @@ def preprocess(info: dict, bgr: np.ndarray) -> tuple[np.ndarray, tuple[int, int]
 def label_map(logits: np.ndarray, resized: tuple[int, int], size: tuple[int, int]) -> np.ndarray:
     """Class index (H, W) uint8 of one image's logits (K, H', W'): the padding cropped, resized
     back to the image's ``size`` (bilinear, align_corners=False, as mmseg's postprocess)."""
-    (h, w), (h0, w0) = resized, size
+    h, w = resized
+    h0, w0 = size
     logits = logits[:, :h, :w]
     if (h, w) != (h0, w0):
         logits = np.stack([cv2.resize(c, (w0, h0), interpolation=cv2.INTER_LINEAR) for c in logits])

@@ -1,5 +1,5 @@
-"""hamseg.datasets.converters (VOC trainaug, PASCAL Context) and its tools on tiny synthetic
-releases.
+"""tools/dataset_converters/converters.py (VOC trainaug, PASCAL Context) and its tools on tiny
+synthetic releases.
 
 The tools are run with the exact command lines that hamseg.datasets.checks prints for a missing
 dataset, from a temporary working directory that holds a miniature ``data/`` tree; the other
@@ -25,8 +25,8 @@ from PIL import Image
 from scipy.io import savemat
 
 from hamseg.datasets.checks import PREPARE_CONTEXT, PREPARE_VOC_AUG
-from hamseg.datasets import converters
-from hamseg.datasets.converters import build_trainaug, convert_pascal_context
+from tools.dataset_converters import converters
+from tools.dataset_converters.converters import build_trainaug, convert_pascal_context
 from hamseg.evaluation import voc_palette
 from tests.conftest import REPO
 
@@ -76,9 +76,14 @@ def voc_tree(tmp_path, monkeypatch):
         boundaries = np.zeros((h, w), np.uint8)
         savemat(
             f"{sbd}/cls/{image_id}.mat",
-            {"GTcls": {"Segmentation": maps[image_id], "Boundaries": boundaries,
-                       "CategoriesPresent": np.unique(maps[image_id])}},
-        )  # fmt: skip
+            {
+                "GTcls": {
+                    "Segmentation": maps[image_id],
+                    "Boundaries": boundaries,
+                    "CategoriesPresent": np.unique(maps[image_id]),
+                }
+            },
+        )
         write_jpg(f"{voc}/JPEGImages/{image_id}.jpg", h, w, rng)
     for image_id in ["c", "e"]:
         write_jpg(f"{voc}/JPEGImages/{image_id}.jpg", 24, 24, rng)

@@ -51,7 +51,8 @@ class Branches(nn.Module):
         self, branches: list[nn.Module], concat: bool, merge: nn.Module | None = None
     ) -> None:
         super().__init__()
-        self.branches, self.concat = nn.ModuleList(branches), concat
+        self.branches = nn.ModuleList(branches)
+        self.concat = concat
         self.merge = merge or nn.Identity()
 
     def forward(self, x: Tensor) -> Tensor:

@@ -25,8 +25,9 @@ from hamseg.compat.package_lookup import config_file
 
 from .measure import MIB, alternate, fmt, peak_memory, spread, table, time_fn
 
-#: The checkout hamseg runs from: relative config paths are resolved against it.
-REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+#: The checkout these tools run from (tools/lab/benchmark/../../..): relative config paths are
+#: resolved against it.
+REPO = osp.abspath(osp.join(osp.dirname(__file__), "..", "..", ".."))
 #: HamNet's VOC recipe (ResNet-101 OS8 + HamHead) and mmseg's NonLocal R101-D8 on VOC.
 HAM = "configs/ham_voc.py"
 NONLOCAL = "mmseg::nonlocal_net/nonlocal_r101-d8_4xb4-40k_voc12aug-512x512.py"
@@ -47,7 +48,8 @@ def build_for_training(
     cfg = Config.fromfile(config)
     init_default_scope(cfg.get("default_scope", "mmseg"))
     model_cfg = copy.deepcopy(cfg.model)
-    model_cfg.pretrained, model_cfg.backbone.init_cfg = None, None
+    model_cfg.pretrained = None
+    model_cfg.backbone.init_cfg = None
     if model_cfg.data_preprocessor.get("size"):  # else a smaller size is padded to the crop
         model_cfg.data_preprocessor.size = (size, size)
     if no_aux:
@@ -62,7 +64,8 @@ def build_for_training(
 def synthetic_batch(batch: int, size: int, num_classes: int, seed: int = 0) -> dict:
     """What the data loader yields after PackSegInputs: uint8 BGR images, labels with 5% 255s."""
     gen = torch.Generator().manual_seed(seed)
-    inputs, samples = [], []
+    inputs = []
+    samples = []
     for _ in range(batch):
         inputs.append(torch.randint(0, 256, (3, size, size), dtype=torch.uint8, generator=gen))
         label = torch.randint(0, num_classes, (1, size, size), generator=gen)
@@ -78,9 +81,16 @@ def default_label(config: str) -> str:
 
 
 def measure_model(
-    config: str, label: str, size: int, device: torch.device, batch: int = 1, iters: int = 3,
-    warmup: int = 1, memory: bool = True, no_aux: bool = False,
-) -> dict[str, Any]:  # fmt: skip
+    config: str,
+    label: str,
+    size: int,
+    device: torch.device,
+    batch: int = 1,
+    iters: int = 3,
+    warmup: int = 1,
+    memory: bool = True,
+    no_aux: bool = False,
+) -> dict[str, Any]:
     """Params, seconds per ``train_step`` (median, all, spread), peak memory; synthetic batch."""
     model, optim_wrapper, _ = build_for_training(resolve(config), size, device, no_aux)
     data = synthetic_batch(batch, size, model.decode_head.num_classes)
@@ -95,9 +105,11 @@ def measure_model(
 
 
 def run_models(
-    configs: Sequence[str], labels: Sequence[str] | None = None, aux_variant: bool = True,
+    configs: Sequence[str],
+    labels: Sequence[str] | None = None,
+    aux_variant: bool = True,
     **settings: Any,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """``env``, ``rows`` (:func:`measure_model`, ``ratio_to_first``); ``aux_variant``: also those
     with an auxiliary head without it."""
     rows = []
@@ -117,13 +129,29 @@ def run_models(
 def model_markdown(result: dict[str, Any]) -> str:
     """The rows as a markdown table under a line saying what was measured."""
     env = result["env"]
-    cols = ("Model", "Config", "Aux head", "Params (M)", "s / iter", "x first", "Peak mem (MiB)",
-            "spread")  # fmt: skip
+    cols = (
+        "Model",
+        "Config",
+        "Aux head",
+        "Params (M)",
+        "s / iter",
+        "x first",
+        "Peak mem (MiB)",
+        "spread",
+    )
     rows = [
-        (r["label"], f"`{r['config']}`", "yes" if r["aux_head"] else "no",
-         f"{r['params'] / 1e6:.2f}", f"{r['iter_s']:.2f}", f"{r['ratio_to_first']:.2f}",
-         fmt(r.get("peak_mem_mb"), ".0f"), f"{100 * r['spread']:.0f}%") for r in result["rows"]
-    ]  # fmt: skip
+        (
+            r["label"],
+            f"`{r['config']}`",
+            "yes" if r["aux_head"] else "no",
+            f"{r['params'] / 1e6:.2f}",
+            f"{r['iter_s']:.2f}",
+            f"{r['ratio_to_first']:.2f}",
+            fmt(r.get("peak_mem_mb"), ".0f"),
+            f"{100 * r['spread']:.0f}%",
+        )
+        for r in result["rows"]
+    ]
     lines = [
         f"One training iteration (train_step: forward, loss, backward, optimizer step), input "
         f"{env['batch']}x3x{env['size']}x{env['size']}, {env['device']}, {env['threads']} "
@@ -136,9 +164,13 @@ def model_markdown(result: dict[str, Any]) -> str:
 
 
 def train_iter(
-    config: str, batch_size: int | None, size: int, iters: int, device: str = "cpu",
+    config: str,
+    batch_size: int | None,
+    size: int,
+    iters: int,
+    device: str = "cpu",
     precision: str = "fp32",
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """``iters`` ``train_step`` of ``config`` on ``batch_size`` (default: the config's) images of
     ``size``^2, then as many of the decode head alone (loss fwd+bwd on features kept from one
     forward), each timed by :func:`~.measure.time_fn`; fp16/bf16: AmpOptimWrapper. Memory:
@@ -182,7 +214,8 @@ def train_iter(
 def train_iter_summary(result: dict[str, Any]) -> str:
     """A :func:`train_iter` result as aligned ``name  value`` lines."""
     r = result
-    it, head = statistics.median(r["seconds_per_iter"]), statistics.median(r["head_seconds"])
+    it = statistics.median(r["seconds_per_iter"])
+    head = statistics.median(r["head_seconds"])
     memory = (
         f"{r['peak_cuda_mib']:.0f} MiB allocated (CUDA peak)"
         if r["peak_cuda_mib"] is not None
@@ -251,7 +284,8 @@ def compare_segnext(
     for (part, a), b in zip(parts(ours).items(), parts(theirs).values()):
         times = alternate({"ours": a, "mmseg": b}, device, runs)
         t, t_mmseg = (statistics.median(v) for v in times.values())
-        mem, mem_mmseg = peak_memory(a, device), peak_memory(b, device)
+        mem = peak_memory(a, device)
+        mem_mmseg = peak_memory(b, device)
         row = dict(part=part, time_ours=t, time_mmseg=t_mmseg, time_ratio=t / t_mmseg)
         row.update(spread=max(map(spread, times.values())), mem_ours=mem, mem_mmseg=mem_mmseg)
         rows.append(dict(row, mem_ratio=mem / mem_mmseg))
@@ -261,20 +295,37 @@ def compare_segnext(
 def segnext_markdown(result: dict[str, Any]) -> str:
     """A :func:`compare_segnext` result as a markdown table."""
     size = result["size"]
-    cols = ("part", "ours fwd+bwd", "mmseg fwd+bwd", "time ratio", "spread", "ours peak",
-            "mmseg peak", "memory ratio")  # fmt: skip
+    cols = (
+        "part",
+        "ours fwd+bwd",
+        "mmseg fwd+bwd",
+        "time ratio",
+        "spread",
+        "ours peak",
+        "mmseg peak",
+        "memory ratio",
+    )
     rows = [
-        (r["part"], f"{r['time_ours'] * 1e3:.1f} ms", f"{r['time_mmseg'] * 1e3:.1f} ms",
-         f"**{r['time_ratio']:.2f}x**", f"{r['spread'] * 100:.0f}%",
-         f"{r['mem_ours'] / MIB:.0f} MiB", f"{r['mem_mmseg'] / MIB:.0f} MiB",
-         f"**{r['mem_ratio']:.2f}x**") for r in result["rows"]
-    ]  # fmt: skip
-    return "\n".join([
-        f"SegNeXt-T, training mode, {result['batch']}x3x{size}x{size} (head at 1/8: "
-        f"{size // 8}x{size // 8} positions), {result.get('device', 'cpu')}, median of "
-        f"{result['runs']} alternating runs",
-        "",
-        *table(cols, rows),
-        "",
-        "Spread: (max - min) / median of the runs, the larger of the two sides.",
-    ])  # fmt: skip
+        (
+            r["part"],
+            f"{r['time_ours'] * 1e3:.1f} ms",
+            f"{r['time_mmseg'] * 1e3:.1f} ms",
+            f"**{r['time_ratio']:.2f}x**",
+            f"{r['spread'] * 100:.0f}%",
+            f"{r['mem_ours'] / MIB:.0f} MiB",
+            f"{r['mem_mmseg'] / MIB:.0f} MiB",
+            f"**{r['mem_ratio']:.2f}x**",
+        )
+        for r in result["rows"]
+    ]
+    return "\n".join(
+        [
+            f"SegNeXt-T, training mode, {result['batch']}x3x{size}x{size} (head at 1/8: "
+            f"{size // 8}x{size // 8} positions), {result.get('device', 'cpu')}, median of "
+            f"{result['runs']} alternating runs",
+            "",
+            *table(cols, rows),
+            "",
+            "Spread: (max - min) / median of the runs, the larger of the two sides.",
+        ]
+    )

@@ -1,4 +1,4 @@
-"""``python -m hamseg.benchmark.gpu_check DIR``: tools/gpu_check.sh's report.{json,md} from DIR's
+"""``python -m tools.lab.benchmark.gpu_check DIR``: tools/gpu_check.sh's report.{json,md} from DIR's
 pytest.txt (``-v -rfE``), test_*.json, */*.json, */*.md and steps.json (docs/benchmark.md)."""
 
 from __future__ import annotations
@@ -44,9 +44,14 @@ def collect(folder: str) -> dict[str, Any]:
 
     tests = read("pytest.txt").get("pytest.txt", "")
     recorded = {k[len("test_") : -len(".json")]: v for k, v in read("test_*.json").items()}
-    return dict(machine=machine(), steps=read("steps.json").get("steps.json", []),
-                tests=parse_outcomes(tests), recorded=recorded, benchmarks=read("*/*.json"),
-                tables=read("*/*.md"))  # fmt: skip
+    return dict(
+        machine=machine(),
+        steps=read("steps.json").get("steps.json", []),
+        tests=parse_outcomes(tests),
+        recorded=recorded,
+        benchmarks=read("*/*.json"),
+        tables=read("*/*.md"),
+    )
 
 
 def flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -75,7 +80,8 @@ def _numbers_table(value: Any) -> list[str]:
 
 def markdown(report: dict[str, Any]) -> str:
     """Machine, steps, test outcomes and numbers, each benchmark's table and JSON values."""
-    tests, n = report["tests"], Counter(t["outcome"] for t in report["tests"])
+    tests = report["tests"]
+    n = Counter(t["outcome"] for t in report["tests"])
     lines = ["# GPU check", "", *table(("field", "value"), report["machine"].items()), ""]
     steps = [(f"`{s['command']}`", s["exit_code"], s["seconds"]) for s in report["steps"]]
     lines += ["## Steps", "", *table(("step", "exit code", "seconds"), steps), ""]
@@ -93,7 +99,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines += ["## Benchmarks", ""] if report["recorded"] else ["none", "", "## Benchmarks", ""]
     tables = dict(report.get("tables", {}))
     for name, values in report["benchmarks"].items():
-        md, flat = tables.pop(osp.splitext(name)[0] + ".md", None), _numbers_table(values)
+        md = tables.pop(osp.splitext(name)[0] + ".md", None)
+        flat = _numbers_table(values)
         lines += [f"### `{name}`", "", *([md.strip(), ""] if md else [])]
         lines += [f"<details><summary>every value of {name} ({len(flat) - 2})</summary>", ""]
         lines += [*flat, "", "</details>", ""]

@@ -31,7 +31,8 @@ class DoubleAttention(nn.Module):
         self, channels: int, feat_channels: int | None = None, num_descriptors: int | None = None
     ) -> None:
         super().__init__()
-        cm, cn = feat_channels or channels, num_descriptors or channels
+        cm = feat_channels or channels
+        cn = num_descriptors or channels
         self.features = nn.Conv2d(channels, cm, 1)
         self.gather = nn.Conv2d(channels, cn, 1)
         self.distribute = nn.Conv2d(channels, cn, 1)
@@ -65,13 +66,16 @@ class CooccurrentFeatures(nn.Module):
     def __init__(self, channels: int) -> None:
         super().__init__()
         half = max(channels // 2, 1)
-        self.phi, self.psi = nn.Conv2d(channels, half, 1), nn.Conv2d(channels, half, 1)
-        self.rho, self.gamma = nn.Conv2d(channels, half, 1), nn.Conv2d(channels, half, 1)
+        self.phi = nn.Conv2d(channels, half, 1)
+        self.psi = nn.Conv2d(channels, half, 1)
+        self.rho = nn.Conv2d(channels, half, 1)
+        self.gamma = nn.Conv2d(channels, half, 1)
         self.out = ConvModule(2 * half, channels, 1, norm_cfg=BN, act_cfg=dict(type="ReLU"))
 
     def forward(self, x: Tensor) -> Tensor:
         b, _, h, w = x.shape
-        query, key = self.phi(x).flatten(2), self.psi(x).flatten(2)  # (B, C/2, n) each
+        query = self.phi(x).flatten(2)
+        key = self.psi(x).flatten(2)  # (B, C/2, n) each
         # (B, C/2, n)^T @ (B, C/2, n) -> (B, n, n): row i, the probability of each j given i
         prob = F.softmax(torch.bmm(query.transpose(1, 2), key), dim=2)
         context = self.rho(x).flatten(2)  # (B, C/2, n)

@@ -34,7 +34,8 @@ def median_interval(values: Sequence[float], level: float = LEVEL) -> Optional[M
     """The narrowest order-statistic interval for the median of ``values`` whose coverage,
     ``1 - 2 P(Binomial(n, 1/2) <= k - 1)``, reaches ``level``; for n too small to reach it, the
     widest one ``[min, max]`` with its coverage; None for fewer than 2 values."""
-    xs, n = sorted(values), len(values)
+    xs = sorted(values)
+    n = len(values)
     if n < 2:
         return None
     coverage = lambda k: 1.0 - 2.0 * stats.binom.cdf(k - 1, n, 0.5)  # noqa: E731

@@ -1,4 +1,4 @@
-"""The table and charts of a head comparison (:mod:`~hamseg.analysis.head_comparison`): per head
+"""The table and charts of a head comparison (:mod:`~tools.lab.analysis.head_comparison`): per head
 the median and range over seeds, a distribution-free interval, how many seeds reached the
 threshold and how fast, the rank test against the best head, the other protocol's median,
 parameters and the interleaved time per iteration; the per-seed dots and learning curves."""
@@ -51,9 +51,9 @@ def summary_rows(
     reference: str = "fcn",
 ) -> list[dict[str, Any]]:
     """One row per head key in ``keys`` that has runs: its values under ``protocol`` by seed,
-    :func:`~hamseg.analysis.head_stats.summarize`, the other protocol's median (hams), the rank
+    :func:`~tools.lab.analysis.head_stats.summarize`, the other protocol's median (hams), the rank
     test against the head with the best median (None for that head, or with one seed),
-    parameters and, with ``timings`` (:func:`~hamseg.analysis.head_comparison.time_heads`),
+    parameters and, with ``timings`` (:func:`~tools.lab.analysis.head_comparison.time_heads`),
     the median s/iter and the median of its per-round ratios to ``reference``."""
     other = "ensemble" if protocol == "paper" else "paper"
     rows = []

@@ -46,7 +46,8 @@ def interval(values: Sequence[float]) -> Interval:
     """The mean of ``values`` with a 95% Student t interval (sample std)."""
     from scipy.stats import t
 
-    n, mean = len(values), statistics.fmean(values)
+    n = len(values)
+    mean = statistics.fmean(values)
     std = statistics.stdev(values) if n > 1 else 0.0
     half = float(t.ppf(0.975, n - 1)) * std / n**0.5 if n > 1 else 0.0
     return Interval(mean, std, n, half)
@@ -57,7 +58,8 @@ def difference(a: Sequence[float], b: Sequence[float]) -> Interval:
     smaller sample)."""
     from scipy.stats import t
 
-    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    va = statistics.variance(a) / len(a)
+    vb = statistics.variance(b) / len(b)
     se = (va + vb) ** 0.5
     dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if se > 0 else 1.0
     diff = statistics.fmean(a) - statistics.fmean(b)
@@ -126,7 +128,8 @@ def set_eval_draws(model: nn.Module, seed: int | None, draws: int | None = None)
             "mmseg's LightHamHead has neither: measure it with random evaluations (--runs)"
         )
     for ham in found:
-        ham.eval_seed, ham.eval_draws = seed, ham.eval_draws if draws is None else draws
+        ham.eval_seed = seed
+        ham.eval_draws = ham.eval_draws if draws is None else draws
 
 
 def set_protocol(model: nn.Module, name: str) -> None:
@@ -146,7 +149,8 @@ class Evaluation:
         cfg.load_from = checkpoint
         self.runner = Runner.from_cfg(cfg)
         check_checkpoint_file(self.runner.model, checkpoint)
-        self.metric, self._runs = metric, 0
+        self.metric = metric
+        self._runs = 0
 
     @property
     def model(self) -> nn.Module:
@@ -165,7 +169,8 @@ class Evaluation:
 def _timed(evaluation: Evaluation, settings: Sequence, progress: bool, set_up) -> list:
     """(value, seconds) of one evaluation per setting, after ``set_up(setting)``; a progress
     bar whose line is ended (it redraws with '\\r' and never ends it itself)."""
-    bar, results = ProgressBar(len(settings), file=sys.stdout) if progress else None, []
+    bar = ProgressBar(len(settings), file=sys.stdout) if progress else None
+    results = []
     for setting in settings:
         set_up(setting)
         start = time.perf_counter()

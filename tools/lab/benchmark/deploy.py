@@ -95,9 +95,11 @@ def op_profile(path: str, x: np.ndarray, threads: int, runs: int = 3) -> list[di
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
     with tempfile.TemporaryDirectory() as tmp:
-        options.enable_profiling, options.profile_file_prefix = True, osp.join(tmp, "p")
+        options.enable_profiling = True
+        options.profile_file_prefix = osp.join(tmp, "p")
         session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
         for _ in range(runs + 1):
             session.run(None, {"input": x})
@@ -110,7 +112,8 @@ def op_profile(path: str, x: np.ndarray, threads: int, runs: int = 3) -> list[di
             if e["ts"] > warm_up["ts"] + warm_up["dur"]:
                 key = (e["name"], e["args"]["op_name"])
                 fastest[key] = min(fastest.get(key, np.inf), e["dur"])
-    total, nodes = collections.Counter(), collections.Counter()
+    total = collections.Counter()
+    nodes = collections.Counter()
     for (name, op), us in fastest.items():
         op += " (ham)" if HAM_SCOPE in name else ""
         total[op] += us
@@ -161,7 +164,8 @@ def latency(
             fns |= {f"ORT {p}": run(onnx_session(f, n)) for p, f in files.items()}
             times = alternate_cpu(fns, runs)
             rows = {name: _median_row(*t) for name, t in times.items()}
-            eager, ort = rows.get("eager fp32", {}), rows["ORT fp32"]
+            eager = rows.get("eager fp32", {})
+            ort = rows["ORT fp32"]
             for name, row in rows.items():
                 q = quality_of.get(name.split()[1])  # eager: the fp32 graph's (argmax equal)
                 result["rows"].append(
@@ -261,7 +265,8 @@ def draws_table(
     """Per ``eval_draws``: ORT fp32 and int8 ms of a 1x3xSxS inference (all graphs alternating,
     ``threads``), the graph's val mIoU (eval_seed 0, as exported) and the val mIoU over
     eval_seed 0..``seeds``-1 in PyTorch (mean, min, max: what another seed would give)."""
-    rows, fns = [], {}
+    rows = []
+    fns = {}
     x = np.random.default_rng(0).normal(size=(1, 3, size, size)).astype(np.float32)
     with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
         for k in draws:

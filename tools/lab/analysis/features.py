@@ -104,9 +104,11 @@ def write_spectrum(
         (before, "before", "before Hamburger (Z)", "tab:blue"),
         (after, "after", "after Hamburger (Y)", "tab:red"),
     ):
-        mean, std = curves.mean(0), curves.std(0)
+        mean = curves.mean(0)
+        std = curves.std(0)
         ax.plot(r, mean, color=colour, label=name, lw=2)
-        low, high = np.clip(mean - std, 0, 1), np.clip(mean + std, 0, 1)
+        low = np.clip(mean - std, 0, 1)
+        high = np.clip(mean + std, 0, 1)
         ax.fill_between(r, low, high, color=colour, alpha=0.2, lw=0)
         summary.update({f"{key}_mean": mean.round(5).tolist(), f"{key}_std": std.round(5).tolist()})
     ax.set(xlabel="r (number of largest singular values)", xlim=(1, r[-1]), ylim=(0, 1.02))
@@ -132,7 +134,8 @@ def pca_rgb(feat: Tensor) -> np.ndarray:
         return np.zeros((h, w, 3))
     vt = np.linalg.svd(x, full_matrices=False)[2][:3]
     proj = np.pad(x @ vt.T, ((0, 0), (0, 3 - len(vt))))  # (HW, C) @ (C, k) -> (HW, k), k <= 3
-    lo, hi = proj.min(0, keepdims=True), proj.max(0, keepdims=True)
+    lo = proj.min(0, keepdims=True)
+    hi = proj.max(0, keepdims=True)
     return ((proj - lo) / np.where(hi - lo > 0, hi - lo, 1.0)).reshape(h, w, 3)
 
 
@@ -178,7 +181,8 @@ def draw_feature_maps(
             axes[r, i].imshow(pic, interpolation="nearest")
             axes[r, i].set_title(name, fontsize=7)
         for j, c in enumerate(channels):
-            lo, hi = float(min(z[c].min(), y[c].min())), float(max(z[c].max(), y[c].max()))
+            lo = float(min(z[c].min(), y[c].min()))
+            hi = float(max(z[c].max(), y[c].max()))
             for k, (feat, tag) in enumerate(((z, "Z"), (y, "Y"))):
                 ax = axes[r, 4 + 2 * j + k]
                 ax.imshow(

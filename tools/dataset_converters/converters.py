@@ -2,7 +2,7 @@
 Context's 60-class label maps from the release's ``.mat`` files (no ``detail`` package), in
 mmseg 1.x's layout; data/README.md shows the downloads, the trees and the list sizes.
 
-Not imported by ``import hamseg``: it needs scipy, which training does not.
+A checkout's code, not the hamseg library's: it needs scipy, which training does not.
 """
 
 from __future__ import annotations
@@ -20,30 +20,78 @@ import numpy as np
 from PIL import Image
 from scipy.io import loadmat
 
+from hamseg.datasets.loading import InvalidSampleError
 from hamseg.utils.progress_map import map_with_progress
 
-from .loading import InvalidSampleError
-
 #: Sizes of the real lists (paper App. D: 10,582 training images).
-TRAINAUG_LEN, VOC_TRAIN_LEN = 10582, 1464
+TRAINAUG_LEN = 10582
+VOC_TRAIN_LEN = 1464
 #: The release's SegmentationClassAug: SBD's 11,355 class maps and VOC 2012's 2,913 trainval
 #: labels, 2,237 images in both (docs/recipes.md, "Known differences from the release").
 RELEASE_AUG_LEN = 12031
 #: The 59 Context classes as ids of the 459-label set (labels.txt numbering); sorted by id, which
 #: is also mmseg's ``PascalContextDataset59`` class order.
 CONTEXT59: tuple[tuple[int, str], ...] = (
-    (2, "aeroplane"), (9, "bag"), (18, "bed"), (19, "bedclothes"), (22, "bench"), (23, "bicycle"),
-    (25, "bird"), (31, "boat"), (33, "book"), (34, "bottle"), (44, "building"), (45, "bus"),
-    (46, "cabinet"), (59, "car"), (65, "cat"), (68, "ceiling"), (72, "chair"), (80, "cloth"),
-    (85, "computer"), (98, "cow"), (104, "cup"), (105, "curtain"), (113, "dog"), (115, "door"),
-    (144, "fence"), (158, "floor"), (159, "flower"), (162, "food"), (187, "grass"), (189, "ground"),
-    (207, "horse"), (220, "keyboard"), (232, "light"), (258, "motorbike"), (259, "mountain"),
-    (260, "mouse"), (284, "person"), (295, "plate"), (296, "platform"), (308, "pottedplant"),
-    (324, "road"), (326, "rock"), (347, "sheep"), (349, "shelves"), (354, "sidewalk"),
-    (355, "sign"), (360, "sky"), (366, "snow"), (368, "sofa"), (397, "table"), (415, "track"),
-    (416, "train"), (420, "tree"), (424, "truck"), (427, "tvmonitor"), (440, "wall"),
-    (445, "water"), (454, "window"), (458, "wood"),
-)  # fmt: skip
+    (2, "aeroplane"),
+    (9, "bag"),
+    (18, "bed"),
+    (19, "bedclothes"),
+    (22, "bench"),
+    (23, "bicycle"),
+    (25, "bird"),
+    (31, "boat"),
+    (33, "book"),
+    (34, "bottle"),
+    (44, "building"),
+    (45, "bus"),
+    (46, "cabinet"),
+    (59, "car"),
+    (65, "cat"),
+    (68, "ceiling"),
+    (72, "chair"),
+    (80, "cloth"),
+    (85, "computer"),
+    (98, "cow"),
+    (104, "cup"),
+    (105, "curtain"),
+    (113, "dog"),
+    (115, "door"),
+    (144, "fence"),
+    (158, "floor"),
+    (159, "flower"),
+    (162, "food"),
+    (187, "grass"),
+    (189, "ground"),
+    (207, "horse"),
+    (220, "keyboard"),
+    (232, "light"),
+    (258, "motorbike"),
+    (259, "mountain"),
+    (260, "mouse"),
+    (284, "person"),
+    (295, "plate"),
+    (296, "platform"),
+    (308, "pottedplant"),
+    (324, "road"),
+    (326, "rock"),
+    (347, "sheep"),
+    (349, "shelves"),
+    (354, "sidewalk"),
+    (355, "sign"),
+    (360, "sky"),
+    (366, "snow"),
+    (368, "sofa"),
+    (397, "table"),
+    (415, "track"),
+    (416, "train"),
+    (420, "tree"),
+    (424, "truck"),
+    (427, "tvmonitor"),
+    (440, "wall"),
+    (445, "water"),
+    (454, "window"),
+    (458, "wood"),
+)
 NUM_FULL_LABELS = 459  # labels of the full PASCAL Context label set
 
 
@@ -122,7 +170,8 @@ def _copy_voc_label(image_id: str, voc_dir: str, out_dir: str) -> str:
     path = osp.join(voc_dir, image_id + ".png")
     try:
         with Image.open(path) as image:
-            mode, label = image.mode, np.array(image)
+            mode = image.mode
+            label = np.array(image)
     except FileNotFoundError:
         raise InvalidSampleError(f"VOC label {path!r} does not exist") from None
     except OSError as err:
@@ -184,8 +233,10 @@ def build_trainaug(
         voc_dir = osp.join(voc, "SegmentationClass")
         work = partial(_copy_voc_label, voc_dir=voc_dir, out_dir=out_dir)
         written = map_with_progress(work, trainval, nproc, "VOC labels -> PNG", chunksize=32)
-    train, val = set(voc_train), set(voc_val)  # aug: SBD - train - val, trainaug: train + SBD - val
-    aug, trainaug = sorted(set(sbd) - train - val), sorted((train | set(sbd)) - val)
+    train = set(voc_train)
+    val = set(voc_val)  # aug: SBD - train - val, trainaug: train + SBD - val
+    aug = sorted(set(sbd) - train - val)
+    trainaug = sorted((train | set(sbd)) - val)
     _write_list(osp.join(sets, "aug.txt"), aug)
     _write_list(osp.join(sets, "trainaug.txt"), trainaug)
     overlap = sorted(set(written) & set(converted))
@@ -305,7 +356,8 @@ def convert_pascal_context(
         check_labels(checked)
     train, val, source = read_split(json_path, voc2010)
     available = set(_mats(mat_dir))
-    splits, missing = {}, {}
+    splits = {}
+    missing = {}
     for name, ids in (("train", train), ("val", val)):
         splits[name] = [i for i in ids if i in available]
         missing[name] = [i for i in ids if i not in available]

@@ -33,7 +33,8 @@ LogitsFn = Callable[[list[Tensor], list[dict]], Tensor]
 def cache_features(model: nn.Module, dataloader: Iterable, limit: int | None = None) -> list:
     """``[(features, data_samples), ...]`` of the dataloader's batches (eval mode, no gradient),
     up to ``limit`` images."""
-    batches, seen = [], 0
+    batches = []
+    seen = 0
     with torch.no_grad():
         for batch in dataloader:
             data = model.data_preprocessor(batch, False)
@@ -73,7 +74,8 @@ class ProtocolStudy:
     def __init__(self, evaluation: Evaluation, train_images: int = 256) -> None:
         self.reference = evaluation()  # loads the weights; the config's protocol, whole model
         runner = evaluation.runner
-        self.model, self.evaluator = runner.model, runner.test_evaluator
+        self.model = runner.model
+        self.evaluator = runner.test_evaluator
         self.model.eval()
         self.size = len(runner.test_loop.dataloader.dataset)
         self.val = cache_features(self.model, runner.test_loop.dataloader)

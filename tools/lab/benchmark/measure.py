@@ -35,13 +35,24 @@ def machine() -> dict[str, Any]:
     with contextlib.suppress(OSError, StopIteration), open("/proc/cpuinfo") as f:
         cpu = next(line for line in f if line.startswith("model name")).split(":")[1].strip()
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    info = dict(cpu=cpu, cores=os.cpu_count(), threads=torch.get_num_threads(),
-                python=platform.python_version(), torch=torch.__version__, cuda=torch.version.cuda,
-                cudnn=cudnn, cuda_available=torch.cuda.is_available())  # fmt: skip
+    info = dict(
+        cpu=cpu,
+        cores=os.cpu_count(),
+        threads=torch.get_num_threads(),
+        python=platform.python_version(),
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        cudnn=cudnn,
+        cuda_available=torch.cuda.is_available(),
+    )
     if torch.cuda.is_available():
         p = torch.cuda.get_device_properties(0)
-        info.update(gpu=p.name, capability=f"{p.major}.{p.minor}", memory_gib=round(
-            p.total_memory / 2**30, 2), device_count=torch.cuda.device_count())  # fmt: skip
+        info.update(
+            gpu=p.name,
+            capability=f"{p.major}.{p.minor}",
+            memory_gib=round(p.total_memory / 2**30, 2),
+            device_count=torch.cuda.device_count(),
+        )
         query = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
         with contextlib.suppress(OSError):
             info["driver"] = subprocess.run(query, capture_output=True, text=True).stdout.strip()
@@ -79,7 +90,8 @@ def time_fn(
     while len(times) < max(runs, 1):
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
             start.record(torch.cuda.current_stream(device))
             fn()
             end.record(torch.cuda.current_stream(device))
@@ -167,7 +179,8 @@ def hamburger_macs(
     ('module' in inference at >= ``Hamburger.fast_path_min_positions``): the next bread
     multiplies (W D) C, C_out d r + C_out r n instead of d r n + C_out d n."""
     b, c, h, w = shape
-    d, n = c, h * w
+    d = c
+    n = h * w
     conv = 2 * c * d * n + (d * d * n if variant == "release" else 0)
     if kind == "NMF":
         step = 2 * n * d * r + 2 * n * r * r + 2 * d * r * r
@@ -266,9 +279,12 @@ def save_figure(fig: Any, path: str) -> None:
 
 
 def write_report(
-    base: str, text: str, result: dict[str, Any], plot: Callable[[dict, str], None] | None = None,
+    base: str,
+    text: str,
+    result: dict[str, Any],
+    plot: Callable[[dict, str], None] | None = None,
     indent: int = 1,
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """Write ``base``.md (``text``), ``base``.json (``result``, the rest as strings) and, with
     ``plot(result, path)``, ``base``.png; returns the paths."""
     os.makedirs(osp.dirname(base) or ".", exist_ok=True)

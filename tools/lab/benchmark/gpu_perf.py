@@ -105,7 +105,8 @@ class IterationBench:
         self.device = device
         self.model, _, self.cfg = build_for_training(config, size, device)
         self.data = synthetic_batch(batch, size, self.model.decode_head.num_classes)
-        self.batch, self.size = batch, size
+        self.batch = batch
+        self.size = size
         self._wrappers: dict[str, Any] = {}
 
     def wrapper(self, s: Switches) -> Any:
@@ -423,7 +424,8 @@ def msflip_rows(
     cfg = Config.fromfile(config)
     init_default_scope(cfg.get("default_scope", "mmseg"))
     model_cfg = copy.deepcopy(cfg.model)
-    model_cfg.pretrained, model_cfg.backbone.init_cfg = None, None
+    model_cfg.pretrained = None
+    model_cfg.backbone.init_cfg = None
     torch.manual_seed(0)
     segmentor = MODELS.build(model_cfg)
     segmentor.init_weights()

@@ -6,7 +6,7 @@ evaluated here under both protocols: the paper's (a fresh random dictionary per 
 mean over ``eval_runs`` evaluations) and hamseg's ensemble (the mean of 12 seeded draws); heads
 without a ham are deterministic and evaluated once. Every run leaves ``run.json`` in its folder,
 so an interrupted comparison resumes. :func:`time_heads` times training iterations of the heads
-in turn. Tables and charts: :mod:`~hamseg.analysis.head_report`. docs/demo.md.
+in turn. Tables and charts: :mod:`~tools.lab.analysis.head_report`. docs/demo.md.
 """
 
 from __future__ import annotations
@@ -137,7 +137,8 @@ def parse_variant(spec: Sequence[str]) -> tuple[str, Head]:
             f"--variant {' '.join(spec)}: give NAME BASE KEY=VALUE ..., BASE one of "
             f"{', '.join(HEADS)}"
         )
-    base, options = HEADS[spec[1]], dict(HEADS[spec[1]].options)
+    base = HEADS[spec[1]]
+    options = dict(HEADS[spec[1]].options)
     for item in spec[2:]:
         key, sep, value = item.partition("=")
         if not sep:
@@ -193,7 +194,8 @@ def evaluate_protocols(
     hamseg ham; ``deterministic`` (one value) for a head without a ham; ``paper`` only for
     mmseg's LightHamHead."""
     cfg = cfg.copy()
-    cfg.work_dir, cfg.launcher = osp.join(work_dir, "eval"), "none"
+    cfg.work_dir = osp.join(work_dir, "eval")
+    cfg.launcher = "none"
     cfg.test_dataloader = cfg.val_dataloader
     cfg.test_dataloader.update(num_workers=0, persistent_workers=False)
     cfg.default_hooks.visualization.draw = False
@@ -233,7 +235,8 @@ def run_head(
     Raises:
         RuntimeError: The training failed; the message names its log.
     """
-    run_json, config_path = osp.join(work_dir, "run.json"), osp.join(work_dir, "config.py")
+    run_json = osp.join(work_dir, "run.json")
+    config_path = osp.join(work_dir, "config.py")
     os.makedirs(work_dir, exist_ok=True)
     text = cfg.pretty_text
     if not force and osp.isfile(run_json):
@@ -290,7 +293,8 @@ def time_heads(
         wrapper = OptimWrapper(torch.optim.AdamW(model.parameters(), lr=1e-3))
         classes = cfg.model.decode_head.num_classes
         g = torch.Generator().manual_seed(1)
-        inputs, samples = [], []
+        inputs = []
+        samples = []
         for _ in range(batch):
             inputs.append(torch.randint(0, 256, (3, size, size), generator=g).float())
             sample = SegDataSample(metainfo=dict(img_shape=(size, size), ori_shape=(size, size)))
@@ -373,7 +377,8 @@ def compare_heads(
         check_dataset_paths(configs[heads[0]])
     else:
         spec.ensure(data_root or spec.data_root)
-    start, runs = time.perf_counter(), []
+    start = time.perf_counter()
+    runs = []
     todo = [(key, seed) for key in heads for seed in seeds]
     for k, (key, seed) in enumerate(todo, 1):
         print(f"[{k}/{len(todo)}] {table[key].label} seed {seed} ...", end=" ", flush=True)

@@ -21,7 +21,8 @@ from .measure import alternate, spread, table
 def _paths(block: Hamburger, pointwise: bool, fused: bool) -> Iterator[None]:
     saved = PointwiseConv.enabled, block.fast_path_min_positions
     threshold = Hamburger.fast_path_min_positions if fused else None  # the class default
-    PointwiseConv.enabled, block.fast_path_min_positions = pointwise, threshold
+    PointwiseConv.enabled = pointwise
+    block.fast_path_min_positions = threshold
     try:
         yield
     finally:
@@ -56,14 +57,31 @@ def speed_paths(shape: tuple[int, ...] = (1, 512, 128, 128), runs: int = 7) -> l
         base = statistics.median(times["both off"])
         for name, ts in times.items():
             med = statistics.median(ts)
-            rows.append(dict(variant=variant, mode=mode, paths=name, ms=1e3 * med,
-                             ratio=med / base, spread=spread(ts)))  # fmt: skip
+            rows.append(
+                dict(
+                    variant=variant,
+                    mode=mode,
+                    paths=name,
+                    ms=1e3 * med,
+                    ratio=med / base,
+                    spread=spread(ts),
+                )
+            )
     return rows
 
 
 def speed_paths_markdown(rows: list[dict[str, Any]], header: str) -> str:
     """The rows of :func:`speed_paths` as a markdown table under ``header``."""
-    cells = [(r["variant"], r["mode"], r["paths"], f"{r['ms']:.1f} ms", f"**{r['ratio']:.2f}x**",
-              f"{100 * r['spread']:.0f}%") for r in rows]  # fmt: skip
+    cells = [
+        (
+            r["variant"],
+            r["mode"],
+            r["paths"],
+            f"{r['ms']:.1f} ms",
+            f"**{r['ratio']:.2f}x**",
+            f"{100 * r['spread']:.0f}%",
+        )
+        for r in rows
+    ]
     cols = ("block", "call", "paths on", "median", "x both off", "spread")
     return "\n".join([header, "", *table(cols, cells)]) + "\n"

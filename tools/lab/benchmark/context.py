@@ -1,5 +1,5 @@
 """The paper's Table 3 on your machine (Geng et al., ICLR 2021, Sec. 3.3) and cost against
-n = H * W per module of :mod:`~hamseg.benchmark.zoo` (docs/benchmark.md)."""
+n = H * W per module of :mod:`~tools.lab.benchmark.zoo` (docs/benchmark.md)."""
 
 from __future__ import annotations
 
@@ -105,8 +105,10 @@ def _time_interleaved(rows: list[dict], calls: list[dict[str, Callable]], st: Se
         times = M.alternate({i: c[name] for i, c in enumerate(calls)}, st.device, st.runs)
         for i, row in enumerate(rows):
             t = times[i]
-            row[f"{name}_ms"], row[f"{name}_runs"] = 1e3 * statistics.median(t), len(t)
-            row[f"{name}_ms_all"], row[f"{name}_spread"] = [1e3 * v for v in t], M.spread(t)
+            row[f"{name}_ms"] = 1e3 * statistics.median(t)
+            row[f"{name}_runs"] = len(t)
+            row[f"{name}_ms_all"] = [1e3 * v for v in t]
+            row[f"{name}_spread"] = M.spread(t)
     for row, call in zip(rows, calls) if st.memory else ():
         for name in ("infer", "train"):
             row[f"{name}_mem_mb"] = M.peak_memory(call[name], st.device) / M.MIB
@@ -133,7 +135,8 @@ def run_table(st: Settings, keys: Sequence[str] | None = None, rate_size: int = 
     (``rate_size``^3) of two, at start and at end."""
     env = _environment(st, shape=list(st.shape), rate_size=rate_size)
     env["rate_start"] = M.matmul_rate(st.device, rate_size)
-    rows, calls = [], []
+    rows = []
+    calls = []
     for key in keys or [k for k, spec in SPECS.items() if spec.default]:
         print(f"[benchmark] {key}: built and counted", flush=True)
         row, call = prepare_row(SPECS[key], st)
@@ -169,12 +172,15 @@ def evaluate_targets(rows: dict[str, dict], shape: tuple[int, ...]) -> list[dict
     def add(target: str, value: float, limit: str, passed: bool, detail: str) -> None:
         out.append(dict(target=target, value=value, limit=limit, passed=passed, detail=detail))
 
-    nmf, peer, sa = rows.get("ham_nmf"), rows.get("mmseg_ham"), rows.get("sa")
+    nmf = rows.get("ham_nmf")
+    peer = rows.get("mmseg_ham")
+    sa = rows.get("sa")
     if nmf and "infer_x_floor" in nmf:
         v = nmf["infer_x_floor"]
         detail = f"{nmf['infer_ms']:.1f} ms vs floor {nmf['infer_floor_ms']:.1f} ms"
         if "infer_run_floor_ms" in nmf:
-            run_ms, macs_run = nmf["infer_run_floor_ms"], nmf["macs_run"] / 1e9
+            run_ms = nmf["infer_run_floor_ms"]
+            macs_run = nmf["macs_run"] / 1e9
             detail += f" (the floor of the products it runs, {macs_run:.2f}G MACs: "
             detail += f"{run_ms:.1f} ms, x{nmf['infer_ms'] / run_ms:.2f})"
         add("Ham (NMF) inference <= 1.2x compute floor", v, "<= 1.2", v <= 1.2, detail)
@@ -198,7 +204,8 @@ def evaluate_targets(rows: dict[str, dict], shape: tuple[int, ...]) -> list[dict
         detail = f"{row['params']:,} parameters"
         add(f"{paper} params {params:.2f}M", v, f"{params:.2f}", round(v, 2) == params, detail)
         if "macs" in row:
-            v, detail = row["macs"] / 1e9 / macs - 1, f"{row['macs'] / 1e9:.2f} G counted"
+            v = row["macs"] / 1e9 / macs - 1
+            detail = f"{row['macs'] / 1e9:.2f} G counted"
             add(f"{paper} MACs within 5% of {macs}G", v, "|.| <= 0.05", abs(v) <= 0.05, detail)
     return out
 
@@ -217,13 +224,27 @@ def _header(env: dict[str, Any], what: str) -> str:
     )
 
 
-_COLUMNS = ("Module", "Params (M)", "MACs (G)", "Infer ms", "floor ms", "x floor", "Fwd+bwd ms",
-            "floor ms", "x floor", "Infer mem (MiB)", "Fwd+bwd mem (MiB)", "spread")  # fmt: skip
+_COLUMNS = (
+    "Module",
+    "Params (M)",
+    "MACs (G)",
+    "Infer ms",
+    "floor ms",
+    "x floor",
+    "Fwd+bwd ms",
+    "floor ms",
+    "x floor",
+    "Infer mem (MiB)",
+    "Fwd+bwd mem (MiB)",
+    "spread",
+)
 
 
 def markdown(result: dict[str, Any]) -> str:
     """The table report: settings, table, MAC cross-checks, modules, targets."""
-    env, rows, f = result["env"], result["rows"], M.fmt
+    env = result["env"]
+    rows = result["rows"]
+    f = M.fmt
     lines = [
         _header(env, f"Input {'x'.join(map(str, env['shape']))}"),
         "",
@@ -232,13 +253,27 @@ def markdown(result: dict[str, Any]) -> str:
         f"{env['rate'] / 1e9:.0f} GFLOP/s.",
         "",
     ]
-    lines += M.table(_COLUMNS, [
-        (r["label"], f"{r['params'] / M.MIB:.2f}", f(r.get("macs", 0) / 1e9, ".2f"),
-         f"{r['infer_ms']:.1f}", f(r.get("infer_floor_ms")), f(r.get("infer_x_floor"), ".2f"),
-         f"{r['train_ms']:.1f}", f(r.get("train_floor_ms")), f(r.get("train_x_floor"), ".2f"),
-         f(r.get("infer_mem_mb"), ".0f"), f(r.get("train_mem_mb"), ".0f"), _spread(r))
-        for r in rows
-    ], "l" + "r" * 11)  # fmt: skip
+    lines += M.table(
+        _COLUMNS,
+        [
+            (
+                r["label"],
+                f"{r['params'] / M.MIB:.2f}",
+                f(r.get("macs", 0) / 1e9, ".2f"),
+                f"{r['infer_ms']:.1f}",
+                f(r.get("infer_floor_ms")),
+                f(r.get("infer_x_floor"), ".2f"),
+                f"{r['train_ms']:.1f}",
+                f(r.get("train_floor_ms")),
+                f(r.get("train_x_floor"), ".2f"),
+                f(r.get("infer_mem_mb"), ".0f"),
+                f(r.get("train_mem_mb"), ".0f"),
+                _spread(r),
+            )
+            for r in rows
+        ],
+        "l" + "r" * 11,
+    )
     if hand := [r for r in rows if "macs_hand" in r]:
         lines += [
             "",
@@ -272,16 +307,30 @@ def markdown(result: dict[str, Any]) -> str:
     ]
     lines += [f"- {k}: not measured, {why}." for k, why in result.get("not_available", {}).items()]
     if result["targets"]:
-        lines += ["", *M.table(("Target", "Value", "Limit", "Met", "Detail"), [
-            (t["target"], f"{t['value']:.3f}", t["limit"], "yes" if t["passed"] else "**no**",
-             t["detail"]) for t in result["targets"]
-        ], "lrlll")]  # fmt: skip
+        lines += [
+            "",
+            *M.table(
+                ("Target", "Value", "Limit", "Met", "Detail"),
+                [
+                    (
+                        t["target"],
+                        f"{t['value']:.3f}",
+                        t["limit"],
+                        "yes" if t["passed"] else "**no**",
+                        t["detail"],
+                    )
+                    for t in result["targets"]
+                ],
+                "lrlll",
+            ),
+        ]
     return "\n".join(lines) + "\n"
 
 
 def plot(result: dict[str, Any], path: str) -> None:
     """Bar charts of the times (with the compute floors) and of peak memory per module."""
-    rows, pos = result["rows"], list(range(len(result["rows"])))
+    rows = result["rows"]
+    pos = list(range(len(result["rows"])))
     fig, axes = M.pyplot().subplots(1, 3, figsize=(18, 6))
     for ax, key, title in zip(axes, ("infer", "train"), ("Inference", "Forward+backward")):
         ax.bar(pos, [r[f"{key}_ms"] for r in rows], color="tab:blue", label="measured")
@@ -307,19 +356,23 @@ def plot(result: dict[str, Any], path: str) -> None:
 
 def loglog_slope(points: Sequence[tuple[float, float]]) -> float:
     """Least-squares slope of log(y) against log(x) of (x, y) points (0 if all x are equal)."""
-    xs, ys = [math.log(x) for x, _ in points], [math.log(y) for _, y in points]
+    xs = [math.log(x) for x, _ in points]
+    ys = [math.log(y) for _, y in points]
     with contextlib.suppress(statistics.StatisticsError):
         return statistics.linear_regression(xs, ys).slope
     return 0.0
 
 
 def run_sweep(
-    st: Settings, sizes: Sequence[int], keys: Sequence[str] | None = None,
+    st: Settings,
+    sizes: Sequence[int],
+    keys: Sequence[str] | None = None,
     max_pairwise_gb: float = 8.0,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """``env``, ``points``, log-log ``slopes`` of time and memory of ``keys`` (default: ham_nmf,
     sa) on B x C x S x S per S in ``sizes``; quadratic modules skip S past ``max_pairwise_gb``."""
-    keys, (b, c) = list(keys or ["ham_nmf", "sa"]), st.shape[:2]
+    keys = list(keys or ["ham_nmf", "sa"])
+    b, c = st.shape[:2]
     points: list[dict[str, Any]] = []
     for key in keys:
         for size in sizes:
@@ -345,18 +398,43 @@ def run_sweep(
 
 def sweep_markdown(result: dict[str, Any]) -> str:
     """The sweep as markdown: one row per point, then the slopes."""
-    env, f = result["env"], M.fmt
+    env = result["env"]
+    f = M.fmt
     lines = [
         _header(env, f"Sweep: B={env['shape'][0]}, C={env['shape'][1]}, H=W in {env['sizes']}")
     ]
-    cols = ("Module", "H=W", "n", "Infer ms", "Fwd+bwd ms", "Infer mem (MiB)",
-            "Fwd+bwd mem (MiB)", "spread")  # fmt: skip
-    lines += ["", *M.table(cols, [
-        f"| {p['label']} | {p['size']} | {p['n']} | skipped: {p['skipped']} |||||" if "skipped" in p
-        else (p["label"], p["size"], p["n"], f"{p['infer_ms']:.1f}", f"{p['train_ms']:.1f}",
-              f(p.get("infer_mem_mb"), ".0f"), f(p.get("train_mem_mb"), ".0f"), _spread(p))
-        for p in result["points"]
-    ], "l" + "r" * 7)]  # fmt: skip
+    cols = (
+        "Module",
+        "H=W",
+        "n",
+        "Infer ms",
+        "Fwd+bwd ms",
+        "Infer mem (MiB)",
+        "Fwd+bwd mem (MiB)",
+        "spread",
+    )
+    lines += [
+        "",
+        *M.table(
+            cols,
+            [
+                f"| {p['label']} | {p['size']} | {p['n']} | skipped: {p['skipped']} |||||"
+                if "skipped" in p
+                else (
+                    p["label"],
+                    p["size"],
+                    p["n"],
+                    f"{p['infer_ms']:.1f}",
+                    f"{p['train_ms']:.1f}",
+                    f(p.get("infer_mem_mb"), ".0f"),
+                    f(p.get("train_mem_mb"), ".0f"),
+                    _spread(p),
+                )
+                for p in result["points"]
+            ],
+            "l" + "r" * 7,
+        ),
+    ]
     lines += ["", "Log-log slopes (exponent of n):", ""]
     for key, fits in result["slopes"].items():
         lines.append(f"- {SPECS[key].label}: " + ", ".join(f"{m} {s:.2f}" for m, s in fits.items()))
@@ -371,7 +449,8 @@ def sweep_plot(result: dict[str, Any], path: str) -> None:
         for ax, unit in zip(axes, ("ms", "mem_mb")):
             for style, part, name in (("o-", "infer", "inference"), ("s--", "train", "fwd+bwd")):
                 if pts and f"{part}_{unit}" in pts[0]:
-                    ys, label = [p[f"{part}_{unit}"] for p in pts], f"{SPECS[key].label} {name}"
+                    ys = [p[f"{part}_{unit}"] for p in pts]
+                    label = f"{SPECS[key].label} {name}"
                     ax.plot([p["n"] for p in pts], ys, style, color=f"C{i}", label=label)
     for ax, title in zip(axes, ("Time (ms)", "Peak memory (MiB)")):
         ax.set(xscale="log", yscale="log", xlabel="n = H x W", title=title)

@@ -1,0 +1,1 @@
+"""Command-line tools (a checkout's; not installed as a Python package)."""
