@@ -1,8 +1,12 @@
-"""Test helpers: a one-thread torch fixture and untrained demo checkpoints in mmengine's format."""
+"""Test helpers: a one-thread torch fixture, untrained demo checkpoints in mmengine's format,
+and a command-line tool run in this process."""
 
 from __future__ import annotations
 
+import os
 import os.path as osp
+import runpy
+import sys
 from typing import Optional
 
 import pytest
@@ -55,3 +59,23 @@ def make_checkpoint(
     meta = dict(cfg=cfg.pretty_text, dataset_meta=dict(classes=classes, palette=palette))
     torch.save(dict(meta=meta, state_dict=model.state_dict()), path)
     return path
+
+
+def run_tool_here(
+    tool: str, args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> tuple[int, str, str]:
+    """``python tool *args`` from the repository root, in this process (for a tool's one-line
+    refusals, where a new interpreter is not the point): (exit code, stdout, stderr). No
+    ``SLURM_*`` variables, as outside a slurm job."""
+    for name in [k for k in os.environ if k.startswith("SLURM_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(sys, "argv", [tool, *args])
+    monkeypatch.chdir(REPO)
+    capsys.readouterr()
+    try:
+        runpy.run_path(tool, run_name="__main__")
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+    out = capsys.readouterr()
+    return code, out.out, out.err

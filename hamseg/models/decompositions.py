@@ -110,11 +110,18 @@ class MatrixDecomposition2D(nn.Module):
             )
         if init != "random" and D is None:
             raise ValueError(f"init={init!r} builds its dictionary at construction: pass D")
-        self.S, self.D, self.R = S, D, R
-        self.train_steps, self.eval_steps = train_steps, eval_steps
-        self.inv_t, self.eta, self.spatial = float(inv_t), eta, spatial
-        self.init, self.grad = init, grad
-        self.eval_seed, self.eval_draws = eval_seed, eval_draws
+        self.S = S
+        self.D = D
+        self.R = R
+        self.train_steps = train_steps
+        self.eval_steps = eval_steps
+        self.inv_t = float(inv_t)
+        self.eta = eta
+        self.spatial = spatial
+        self.init = init
+        self.grad = grad
+        self.eval_seed = eval_seed
+        self.eval_draws = eval_draws
         #: The seeded dictionaries (S, D, K*R) of the last seeded evaluation, drawn once per
         #: (eval_seed, K, D, device, dtype) and kept out of the state dict (:meth:`_seeded_bases`).
         self.seeded_dictionary: Tensor | None = None

@@ -91,8 +91,10 @@ def conv_on_factors(
     dictionary, coef = ham.factorize(z, bases)  # (B*S, d, r), (B*S, r, n)
     B, C, H, W = z.shape
     BS, d, r = dictionary.shape
-    S, n = BS // B, coef.shape[2]
-    weight, bias = after.conv.weight.flatten(1), after.conv.bias
+    S = BS // B
+    n = coef.shape[2]
+    weight = after.conv.weight.flatten(1)
+    bias = after.conv.bias
     norm = after.norm if after.with_norm else None
     if isinstance(norm, _BatchNorm) and not norm.training and norm.running_var is not None:
         # BN(W x + b) = (s W) x + s (b - mean) + beta, s = gamma / sqrt(var + eps)
@@ -100,7 +102,8 @@ def conv_on_factors(
         scale = scale * norm.weight if norm.weight is not None else scale
         bias = (-norm.running_mean if bias is None else bias - norm.running_mean) * scale
         bias = bias + norm.bias if norm.bias is not None else bias
-        weight, norm = weight * scale.unsqueeze(1), None
+        weight = weight * scale.unsqueeze(1)
+        norm = None
     c_out = weight.shape[0]
     # (S, C_out, d) @ (B, S, d, r) -> (B, S, C_out, r) -> (B, C_out, S r)
     wd = torch.matmul(weight.view(c_out, S, d).transpose(0, 1), dictionary.view(B, S, d, r))

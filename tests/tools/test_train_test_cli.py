@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from tests.conftest import REPO, TINY_FCN
+from tests.helpers import run_tool_here
 
 TRAIN = osp.join(REPO, "tools", "train.py")
 TEST = osp.join(REPO, "tools", "test.py")
@@ -130,19 +131,12 @@ def test_weights_only_default_is_untouched():
         (TEST, [TINY_FCN, TINY_FCN, "--launcher", "slurm"], SLURM.format(tool="test.py")),
     ],
 )
-def test_missing_files_give_one_line_and_exit_2(tool, args, expected):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    result = subprocess.run(
-        [sys.executable, tool, *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=dict(env, OMP_NUM_THREADS="1", PYTHONPATH=REPO),
-    )
-    assert result.returncode == 2
-    assert result.stderr.strip().startswith(expected)
-    assert len(result.stderr.strip().splitlines()) == 1
-    assert "Traceback" not in result.stderr
+def test_missing_files_give_one_line_and_exit_2(tool, args, expected, monkeypatch, capsys):
+    code, _, err = run_tool_here(tool, args, monkeypatch, capsys)
+    assert code == 2
+    assert err.strip().startswith(expected)
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
 
 
 @pytest.mark.slow
