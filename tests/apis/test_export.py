@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os.path as osp
 import re
+import subprocess
 import warnings
 
 import numpy as np
@@ -25,6 +26,7 @@ from tests.helpers import (
     DEMO_FCN,
     make_checkpoint,
     one_thread,  # noqa: F401  (fixture)
+    run_tool_here,
 )
 from tests.tools.test_finetune_path import one_line_error, run
 
@@ -214,7 +216,7 @@ def test_export_verifies_by_default_and_no_verify_skips_it(tmp_path):
     assert skipped.stdout.strip().splitlines()[-1].startswith(f"wrote {out} ")
 
 
-def test_bad_input_is_one_line_exit_2(tmp_path):
+def test_bad_input_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
     ckpt = make_checkpoint(str(tmp_path / "m.pth"))
     out = str(tmp_path / "m.onnx")
     cases = [
@@ -233,7 +235,8 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
         ),
     ]
     for args, message in cases:
-        error = one_line_error(run(*args))
+        code, stdout, stderr = run_tool_here(args[0], args[1:], monkeypatch, capsys)
+        error = one_line_error(subprocess.CompletedProcess(args, code, stdout, stderr))
         if "torch 2.14.1" in message:  # the range is torch's own
             low, high = export_api.opset_range()
             version = torch.__version__.split("+")[0]
