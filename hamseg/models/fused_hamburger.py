@@ -53,11 +53,12 @@ class PointwiseConv(nn.Conv2d):
         y = y.view(B, -1, H, W)
         if self.bias is None:
             return y
+        bias = self.bias.view(-1, 1, 1).to(y.dtype)  # autocast's product dtype, as conv2d's
         if torch.is_grad_enabled():
             # a new tensor, not a view of the product: an in-place op on a view (the ReLU after
             # a bread) would make backward copy the whole gradient (CopySlices)
-            return y + self.bias.view(-1, 1, 1)
-        return y.add_(self.bias.view(-1, 1, 1))
+            return y + bias
+        return y.add_(bias)
 
 
 def applies(block: nn.Module, z: Tensor, after: nn.Module) -> bool:

@@ -201,6 +201,22 @@ def test_pointwise_conv_is_the_convolution(bias, batch):
         fused.PointwiseConv(6, 4, 3)
 
 
+@pytest.mark.parametrize("grad", [True, False])
+def test_pointwise_conv_under_autocast_keeps_the_products_dtype(grad):
+    """Under CPU autocast (bfloat16) the output has the dtype ``nn.Conv2d``'s has, with its
+    bias: the float32 bias does not promote the bfloat16 product (the ham after the lower bread
+    then sees what autocast makes of a convolution)."""
+    torch.manual_seed(2)
+    conv = nn.Conv2d(6, 4, 1)
+    pointwise = fused.PointwiseConv(6, 4, 1)
+    pointwise.load_state_dict(conv.state_dict())
+    x = torch.randn(2, 6, 5, 7)
+    with torch.autocast("cpu", dtype=torch.bfloat16), torch.set_grad_enabled(grad):
+        expected, out = conv(x), pointwise(x)
+    assert out.dtype == expected.dtype == torch.bfloat16
+    torch.testing.assert_close(out.float(), expected.float(), rtol=2e-2, atol=2e-2)
+
+
 def test_is_plain_conv1x1():
     assert fused.is_plain_conv1x1(nn.Conv2d(4, 4, 1))
     for conv in (nn.Conv2d(4, 4, 3), nn.Conv2d(4, 4, 1, stride=2), nn.Conv2d(4, 4, 1, groups=2)):
