@@ -55,7 +55,8 @@ def test_deploy_latency_rows_profile_and_table(monkeypatch, two_val_images):
         assert r["ratio"] == pytest.approx(r["ms"] / eager[r["threads"]])
         assert r["ratio_ort"] == pytest.approx(r["ms"] / ort[r["threads"]]["ms"])
         assert r["cpu_ratio_ort"] == pytest.approx(r["cpu_ms"] / ort[r["threads"]]["cpu_ms"])
-        assert 0 < r["cpu_ms"] <= 1.5 * r["max_ms"]  # the process's CPU time of a call
+        # the process's CPU time of a call: at most every thread busy for the slowest call
+        assert 0 < r["cpu_ms"] <= (r["threads"] + 1) * r["max_ms"]
         assert 0 <= r["worst"] <= r["agreement"] <= 1
     assert rows[1]["agreement"] == 1.0 and rows[0]["miou"] == rows[1]["miou"]
     profiles = result["profiles"]
