@@ -17,7 +17,7 @@ class NMFDictionaryDumpHook(Hook):
     """Write ``dictionary_rank{r}.pth`` into the work dir after training.
 
     The dictionary is the first random one the decomposition draws in training mode (recorded
-    by wrapping its ``_draw_bases``, the one place random dictionaries come from).
+    where its iterations start from it: the public ``init_coef(x, bases)``).
     """
 
     def before_train(self, runner) -> None:
@@ -26,15 +26,15 @@ class NMFDictionaryDumpHook(Hook):
         self.first = None
         hams = [m for m in model.modules() if isinstance(m, MatrixDecomposition2D)]
         assert len(hams) == 1, hams
-        ham, draw = hams[0], hams[0]._draw_bases
+        ham = hams[0]
+        init_coef = ham.init_coef
 
-        def recording_draw(*args, **kwargs):
-            bases = draw(*args, **kwargs)
+        def recording_init_coef(x, bases):
             if ham.training and self.first is None:
                 self.first = bases.detach().clone()
-            return bases
+            return init_coef(x, bases)
 
-        ham._draw_bases = recording_draw
+        ham.init_coef = recording_init_coef
 
     def after_train(self, runner) -> None:
         state = dict(
