@@ -3,6 +3,7 @@ and a command-line tool run in this process."""
 
 from __future__ import annotations
 
+import glob
 import os
 import os.path as osp
 import runpy
@@ -28,6 +29,15 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+def paper_recipes() -> list[str]:
+    """Absolute paths of the paper's recipes, sorted: ``configs/ham_*.py`` and
+    ``configs/hamnet/**`` on VOC and PASCAL Context (the Cityscapes/ADE20K configs there are
+    mmseg's recipes, with mmseg's init and seed)."""
+    paths = glob.glob(osp.join(REPO, "configs", "ham_*.py"))
+    paths += glob.glob(osp.join(REPO, "configs", "hamnet", "**", "*.py"), recursive=True)
+    return sorted(p for p in paths if "cityscapes" not in p and "ade20k" not in p)
 
 
 def make_checkpoint(

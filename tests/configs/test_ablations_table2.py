@@ -22,6 +22,7 @@ from torch import nn
 from hamseg.models import Hamburger
 from tests.conftest import REPO
 from tests.helpers import one_thread  # noqa: F401  (fixture)
+from tests.helpers import paper_recipes
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -137,13 +138,7 @@ def test_whole_segmentor_as_configured_runs(name):
     assert isinstance(model.decode_head.hamburger, Hamburger) == (name != "table2_baseline.py")
 
 
-# The paper's datasets; the Cityscapes/ADE20K configs follow mmseg's recipes (its init, its seed).
-PAPER_RECIPES = sorted(
-    path
-    for path in glob.glob(osp.join(REPO, "configs", "ham_*.py"))
-    + glob.glob(osp.join(REPO, "configs", "hamnet", "**", "*.py"), recursive=True)
-    if "cityscapes" not in path and "ade20k" not in path
-)
+PAPER_RECIPES = paper_recipes()
 OTHER_HAMHEADS = sorted(
     glob.glob(osp.join(REPO, "configs", "demo", "hamhead-*.py"))
     + glob.glob(osp.join(REPO, "configs", "custom", "hamhead-*.py"))

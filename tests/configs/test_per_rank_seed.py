@@ -10,7 +10,6 @@ they are equal.
 
 from __future__ import annotations
 
-import glob
 import os
 import os.path as osp
 import subprocess
@@ -21,17 +20,11 @@ import torch
 from mmengine.config import Config
 
 from tests.conftest import REPO
+from tests.helpers import paper_recipes
 from tests.robust.helpers import TINY_HAM, TRAIN, data_options
 
 RECIPE_SEED = dict(seed=66, diff_rank_seed=True)
-RECIPES = sorted(
-    osp.relpath(path, REPO)
-    for path in [
-        *glob.glob(osp.join(REPO, "configs", "hamnet", "**", "*.py"), recursive=True),
-        *glob.glob(osp.join(REPO, "configs", "ham_*.py")),
-    ]
-    if "cityscapes" not in path and "ade20k" not in path  # mmseg's recipes, mmseg's seed
-)
+RECIPES = [osp.relpath(path, REPO) for path in paper_recipes()]
 
 
 def test_glob_finds_every_recipe_family():
