@@ -7,9 +7,10 @@ import json
 import math
 
 import pytest
+import torch
 
 from tests.benchmark.tools import run_tool
-from tools.lab.benchmark.gpu_perf import Switches, family
+from tools.lab.benchmark.gpu_perf import IterationBench, Switches, family
 
 DEMO = "configs/demo/hamhead-nmf_r18-d8_context-shapes.py"
 
@@ -74,3 +75,27 @@ def test_labels_and_operator_families():
     assert family("aten::cudnn_convolution") == "convolution"
     assert family("aten::_foreach_add_") == "optimizer"
     assert family("aten::relu_") == "other"
+
+
+def test_each_layout_keeps_optimizer_state_of_its_own_layout():
+    """A channels_last variant, then NCHW ones with and without the fused kernel: every
+    variant's optimizer state (the demo's AdamW moments; SGD's momentum in the recipes) has its
+    weights' memory format (shared state made the fused SGD kernel refuse NCHW weights with
+    channels_last buffers on CUDA)."""
+    bench = IterationBench(DEMO, 1, 33, torch.device("cpu"))
+    variants = [
+        Switches("fp32", channels_last=True),
+        Switches("fp32"),
+        Switches("fp32", fused_sgd=True),
+    ]
+    for s in variants:
+        bench.measure(s, iters=1, warmup=1)
+    for s in variants:
+        fmt = torch.channels_last if s.channels_last else torch.contiguous_format
+        state = bench.wrapper(s).optimizer.state
+        convs = [p for p in bench.model.parameters() if p.dim() == 4 and p in state]
+        assert len(convs) > 10
+        for p in convs:
+            buffers = [v for v in state[p].values() if torch.is_tensor(v) and v.shape == p.shape]
+            assert buffers, s.label
+            assert all(b.is_contiguous(memory_format=fmt) for b in buffers), s.label

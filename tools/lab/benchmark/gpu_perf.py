@@ -110,8 +110,10 @@ class IterationBench:
         self._wrappers: dict[str, Any] = {}
 
     def wrapper(self, s: Switches) -> Any:
-        """The config's optimizer wrapper; fp16/bf16 as mmengine's AmpOptimWrapper."""
-        key = (s.precision, s.loss_scale, s.fused_sgd)
+        """The config's optimizer wrapper; fp16/bf16 as mmengine's AmpOptimWrapper. One per
+        layout too: the optimizer's state keeps the memory format of the weights at its first step
+        (shared, a channels_last row ran with NCHW momentum, and fused SGD refused the mix)."""
+        key = (s.precision, s.loss_scale, s.fused_sgd, s.channels_last)
         if key not in self._wrappers:
             cfg = copy.deepcopy(self.cfg.optim_wrapper)
             if s.fused_sgd:
