@@ -115,17 +115,18 @@ def measured_demo_metrics() -> dict[str, dict[str, float]]:
     and maximum, over one seed ``mIoU (1 seed)``."""
     from tools.lab.analysis.head_comparison import HEADS
 
-    # label in the tables -> config; a row of config options (BPTT, 208 channels) has no entry
-    configs = {h.label: h.config for h in HEADS.values() if not h.options}
-    variants = {h.label for h in HEADS.values() if h.options}
+    heads = {h.label: h for h in HEADS.values()}  # label in the tables -> head
     measured = {}
     for path in sorted(glob.glob(osp.join(REPO, "docs", "demo_results*.md"))):
         for cells in table_rows(path):
             several = re.fullmatch(r"\*\*([\d.]+)\*\* \[([\d.]+), ([\d.]+)\]", cells[1])
             one = re.fullmatch(r"\*\*([\d.]+)\*\* \(1 seed\)", cells[1])
-            if not (several or one) or cells[0] in variants:
+            if not (several or one):
                 continue
-            config = configs[cells[0]]  # a measured head that compare_demo_heads knows
+            head = heads[cells[0]]  # a measured head that compare_demo_heads knows
+            if head.options:  # a row of config options (BPTT, 208 channels) has no entry
+                continue
+            config = head.config
             assert config not in measured, f"{cells[0]} measured in two tables"
             if one:
                 measured[config] = {"mIoU (1 seed)": float(one.group(1))}

@@ -107,7 +107,7 @@ class IterationBench:
         self.data = synthetic_batch(batch, size, self.model.decode_head.num_classes)
         self.batch = batch
         self.size = size
-        self._wrappers: dict[str, Any] = {}
+        self._wrappers: dict[tuple, Any] = {}  # see wrapper()
 
     def wrapper(self, s: Switches) -> Any:
         """The config's optimizer wrapper; fp16/bf16 as mmengine's AmpOptimWrapper. One per
