@@ -6,6 +6,7 @@ do another (norm layers, dilations, stem, parameter groups), from the built mode
 
 import hamseg  # noqa: F401, I001  (patches the stack before anything imports mmseg)
 
+import copy
 import glob
 import os
 import os.path as osp
@@ -183,6 +184,28 @@ def test_voc_parameter_groups(voc, voc_model):
                 assert isinstance(owner, nn.Conv2d) and param.dim() == 4, name
                 assert got == pytest.approx((0.009, 1e-4)), name
     assert seen == len(names)
+
+
+def test_recipe_sgd_is_fused_and_updates_as_unfused(voc):
+    """The recipes use torch's fused SGD (docs/gpu.md); on the CPU it gives the unfused update."""
+    init_default_scope("mmseg")
+    assert voc.optim_wrapper.optimizer.fused is True
+    unfused = copy.deepcopy(voc.optim_wrapper)
+    unfused.optimizer.fused = False
+    torch.manual_seed(0)
+    nets = [nn.Sequential(nn.Conv2d(3, 5, 3), nn.BatchNorm2d(5), nn.Conv2d(5, 2, 1))]
+    nets.append(copy.deepcopy(nets[0]))
+    wrappers = [build_optim_wrapper(nets[0], voc.optim_wrapper)]
+    wrappers.append(build_optim_wrapper(nets[1], unfused))
+    assert [w.optimizer.defaults["fused"] for w in wrappers] == [True, False]
+    x = torch.randn(2, 3, 11, 7)
+    before = nets[0][0].weight.detach().clone()
+    for _ in range(3):
+        for net, wrapper in zip(nets, wrappers):
+            wrapper.update_params(net(x).square().mean())
+    for fused, plain in zip(nets[0].parameters(), nets[1].parameters()):
+        torch.testing.assert_close(fused, plain, rtol=1e-6, atol=1e-7)
+    assert (nets[0][0].weight - before).abs().max() > 1e-4  # the steps moved the weights
 
 
 def test_voc_stage2_recipe():
