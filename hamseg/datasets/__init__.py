@@ -1,12 +1,10 @@
 """Datasets and checked loading transforms that hamseg registers into mmseg."""
 
-from .context_rooms import ContextRoomsDataset
 from .context_shapes import ContextShapesDataset
 from .loading import CheckedLoadAnnotations, CheckedLoadImageFromFile
 
 __all__ = [
     "CheckedLoadAnnotations",
     "CheckedLoadImageFromFile",
-    "ContextRoomsDataset",
     "ContextShapesDataset",
 ]

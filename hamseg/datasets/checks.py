@@ -32,40 +32,25 @@ from .loading import CheckedLoadAnnotations, CheckedLoadImageFromFile, InvalidSa
 
 #: Where the converters and the configs put each known dataset by default.
 DEVKIT = "data/VOCdevkit"
-GENERATED = {"context_shapes": "data/context_shapes", "context_rooms": "data/context_rooms"}
+SHAPES = "data/context_shapes"
 
 
-def prepare_commands(devkit: str = DEVKIT, generated: str | None = None) -> dict[str, str]:
-    """Exact commands that prepare each known dataset (run from the repository root) into the
-    given folders (``generated``: the generated task's folder, else each task's default):
-    'voc_aug', 'pascal_context', 'context_shapes', 'context_rooms'."""
+def prepare_commands(devkit: str = DEVKIT, shapes: str = SHAPES) -> dict[str, str]:
+    """Exact commands (run from the repository root) that prepare each known dataset, VOC's into
+    ``devkit`` and Context Shapes into ``shapes``: 'voc_aug', 'pascal_context', 'context_shapes'."""
 
     def command(script: str, *args: str) -> str:
         return "python " + shlex.join([f"tools/dataset_converters/{script}", *args])
 
-    def out(task: str) -> tuple[str, ...]:
-        return () if generated in (None, GENERATED[task]) else ("--out-dir", generated)
-
     context_json = osp.join(devkit, "VOC2010", "trainval_merged.json")
+    out = () if osp.normpath(shapes) == SHAPES else ("--out-dir", shapes)
     return {
         "voc_aug": command("voc_aug.py", devkit, osp.join(devkit, "VOCaug")),
         "pascal_context": command("pascal_context.py", devkit, context_json),
-        "context_shapes": command("generate_context_shapes.py", *out("context_shapes")),
-        "context_rooms": command("generate_context_rooms.py", *out("context_rooms")),
+        "context_shapes": command("generate_context_shapes.py", *out),
     }
 
 
-#: The commands for the default folders.
-PREPARE_VOC_AUG = prepare_commands()["voc_aug"]
-PREPARE_CONTEXT = prepare_commands()["pascal_context"]
-PREPARE_CONTEXT_SHAPES = prepare_commands()["context_shapes"]
-PREPARE_CONTEXT_ROOMS = prepare_commands()["context_rooms"]
-#: The VOC 2012 test images come only from the VOC evaluation server (no converter).
-GET_VOC_TEST = (
-    "Download VOC2012test.tar from the PASCAL VOC evaluation server (after registering) and "
-    "extract it with `tar -xf VOC2012test.tar -C data/` (it adds VOCdevkit/VOC2012/JPEGImages "
-    "and ImageSets/Segmentation/test.txt; data/README.md)"
-)
 #: mmcv/mmseg loader -> hamseg's checked drop-in (same arguments), and what the scan reads of it.
 UPGRADES = {
     "LoadImageFromFile": (CheckedLoadImageFromFile, ("imdecode_backend",)),
@@ -140,12 +125,6 @@ def use_checked_loaders(cfg: Config, splits: Optional[Sequence[str]] = None) -> 
     return replaced
 
 
-def _devkit(root: str) -> str:
-    """The VOCdevkit folder of a ``.../VOC2012`` or ``.../VOC2010`` data_root, else the default."""
-    root = osp.normpath(root) if root else ""
-    return osp.dirname(root) if osp.basename(root) in ("VOC2012", "VOC2010") else DEVKIT
-
-
 def prepare_hint(dataset_cfg: dict, path: str) -> str:
     """The command (or document) that prepares the dataset a missing ``path`` belongs to, into
     the dataset's data_root (a data_root moved by ``--cfg-options`` included)."""
@@ -153,10 +132,9 @@ def prepare_hint(dataset_cfg: dict, path: str) -> str:
     text = " ".join(str(dataset_cfg.get(k, "")) for k in ("type", "data_root", "ann_file"))
     text = f"{text} {path}".lower().replace("\\", "/")
     voc = "voc" in text or kind == "PascalVOCDataset"
-    root = str(dataset_cfg.get("data_root") or "")
-    commands = prepare_commands(_devkit(root), osp.normpath(root) if root else None)
-    if "context_rooms" in text or kind == "ContextRoomsDataset":
-        return f"Generate it with: {commands['context_rooms']}"
+    root = osp.normpath(str(dataset_cfg.get("data_root") or SHAPES))
+    devkit = osp.dirname(root) if osp.basename(root) in ("VOC2012", "VOC2010") else DEVKIT
+    commands = prepare_commands(devkit, root)
     if "context_shapes" in text or kind == "ContextShapesDataset":
         return f"Generate it with: {commands['context_shapes']}"
     if "voc2010" in text or "pascalcontext" in kind.lower():
@@ -164,8 +142,12 @@ def prepare_hint(dataset_cfg: dict, path: str) -> str:
             f"Prepare it with: {commands['pascal_context']} (after downloading VOC2010 and the "
             "Context annotations as described in data/README.md)"
         )
-    if voc and is_label_free(dataset_cfg):
-        return f"{GET_VOC_TEST}."
+    if voc and is_label_free(dataset_cfg):  # the VOC 2012 test images: no converter
+        return (
+            "Download VOC2012test.tar from the PASCAL VOC evaluation server (after registering) "
+            "and extract it with `tar -xf VOC2012test.tar -C data/` (it adds "
+            "VOCdevkit/VOC2012/JPEGImages and ImageSets/Segmentation/test.txt; data/README.md)."
+        )
     if voc:
         return (
             f"Prepare it with: {commands['voc_aug']} (after downloading VOC2012 and SBD as "
@@ -308,38 +290,33 @@ def check_num_classes(cfg: Config, splits: Optional[Sequence[str]] = None) -> No
             )
         for name, head in model_heads:
             if head["num_classes"] != len(classes):
+                knob = (  # the custom template sets the head from its classes variable
+                    "In the custom template the classes and palette variables set the head and "
+                    "every dataloader: edit them in your copy (one palette colour per class), or "
+                    "pass --cfg-options classes=... palette=... (docs/custom_dataset.md)"
+                    if isinstance(variable, (list, tuple)) and "palette" in cfg
+                    else f"Set model.{name}.num_classes={len(classes)} or change the dataset's "
+                    "metainfo classes."
+                )
                 raise ClassCountError(
                     f"model.{name}.num_classes={head['num_classes']} but the "
                     f"{split}_dataloader dataset ({dataset_cfg.get('type')}) has "
-                    f"{len(classes)} classes ({first_items(classes, 6)}). "
-                    + _class_count_knob(cfg, name, len(classes))
+                    f"{len(classes)} classes ({first_items(classes, 6)}). {knob}"
                 )
         palette = (dataset_cfg.get("metainfo") or {}).get("palette")
-        if palette and len(palette) != len(classes) and not _subset_of_class(dataset_cfg):
+        # classes that mmseg maps to a subset of the dataset class's own take their colours
+        # from that class's longer palette
+        if (
+            palette
+            and len(palette) != len(classes)
+            and not dataset_class_metainfo(dataset_cfg).get("classes")
+        ):
             raise ClassCountError(
                 f"the {split}_dataloader dataset has {len(classes)} classes "
                 f"({first_items(classes, 6)}) but {len(palette)} palette colours: give palette "
                 "one RGB colour per class (the palette line next to classes in your config, or "
                 "--cfg-options palette=...)"
             )
-
-
-def _class_count_knob(cfg: Config, head: str, count: int) -> str:
-    """What sets the class count: the custom template's classes/palette variables, else the
-    head's num_classes (or the dataset's classes)."""
-    if isinstance(cfg.get("classes"), (list, tuple)) and "palette" in cfg:
-        return (
-            "In the custom template the classes and palette variables set the head and every "
-            "dataloader: edit them in your copy (one palette colour per class), or pass "
-            "--cfg-options classes=... palette=... (docs/custom_dataset.md)"
-        )
-    return f"Set model.{head}.num_classes={count} or change the dataset's metainfo classes."
-
-
-def _subset_of_class(dataset_cfg: dict) -> bool:
-    """Whether mmseg maps the dataset's classes to a subset of its class's own (then it picks
-    their colours from a longer palette)."""
-    return bool(dataset_class_metainfo(dataset_cfg).get("classes"))
 
 
 @dataclass

@@ -12,17 +12,17 @@ import torch
 from mmengine.config import Config
 
 from hamseg.datasets.checks import (
-    GET_VOC_TEST,
-    PREPARE_VOC_AUG,
     DatasetNotFoundError,
     check_dataset_paths,
     is_label_free,
+    prepare_commands,
 )
 from tests.conftest import REPO
 from tests.robust.helpers import TEST, run_tool
 
 VOC_TEST = osp.join(REPO, "configs", "ham_voc_test.py")
 LIST = osp.join("ImageSets", "Segmentation", "test.txt")
+PREPARE_VOC_AUG = prepare_commands()["voc_aug"]
 
 
 def voc_test_cfg(root: str) -> Config:
@@ -63,8 +63,7 @@ def test_missing_test_list_names_it_and_says_where_the_data_comes_from(root):
     message = error(voc_test_cfg(root))
     assert message.startswith("test_dataloader (PascalVOCDataset")
     assert f"not found: split file (ann_file) {osp.join(root, LIST)}." in message
-    assert message.endswith(f"{GET_VOC_TEST}.")
-    assert "VOC2012test.tar" in message and PREPARE_VOC_AUG not in message
+    assert "tar -xf VOC2012test.tar -C data/" in message and PREPARE_VOC_AUG not in message
 
 
 def test_missing_test_folder(tmp_path):

@@ -20,10 +20,6 @@ from mmengine.registry import init_default_scope
 from PIL import Image
 
 from hamseg.datasets.checks import (
-    PREPARE_CONTEXT,
-    PREPARE_CONTEXT_ROOMS,
-    PREPARE_CONTEXT_SHAPES,
-    PREPARE_VOC_AUG,
     DatasetNotFoundError,
     check_dataset_paths,
     check_num_classes,
@@ -194,7 +190,6 @@ def test_raised_at_the_first_batch_that_holds_the_sample(data, tmp_path, workers
         ("configs/ham_voc.py", "VOCdevkit/VOC2012", "voc_aug"),
         ("configs/ham_context.py", "VOCdevkit/VOC2010", "pascal_context"),
         ("configs/demo/hamhead-nmf_r18-d8_context-shapes.py", "context_shapes", "context_shapes"),
-        ("configs/_base_/datasets/context_rooms.py", "context_rooms", "context_rooms"),
     ],
 )
 def test_missing_dataset_folder_names_path_and_prepare_command(tmp_path, config, root, command):
@@ -215,15 +210,14 @@ def test_missing_dataset_folder_names_path_and_prepare_command(tmp_path, config,
 
 
 def test_prepare_commands_for_the_default_folders_are_the_documented_ones():
-    assert PREPARE_VOC_AUG == (
-        "python tools/dataset_converters/voc_aug.py data/VOCdevkit data/VOCdevkit/VOCaug"
-    )
-    assert PREPARE_CONTEXT == (
-        "python tools/dataset_converters/pascal_context.py data/VOCdevkit "
-        "data/VOCdevkit/VOC2010/trainval_merged.json"
-    )
-    assert PREPARE_CONTEXT_SHAPES == "python tools/dataset_converters/generate_context_shapes.py"
-    assert PREPARE_CONTEXT_ROOMS == "python tools/dataset_converters/generate_context_rooms.py"
+    converter = "python tools/dataset_converters/"
+    assert prepare_commands() == {
+        "voc_aug": f"{converter}voc_aug.py data/VOCdevkit data/VOCdevkit/VOCaug",
+        "pascal_context": f"{converter}pascal_context.py data/VOCdevkit "
+        "data/VOCdevkit/VOC2010/trainval_merged.json",
+        "context_shapes": f"{converter}generate_context_shapes.py",
+    }
+    assert prepare_commands(shapes="data/context_shapes/") == prepare_commands()
 
 
 def test_missing_split_file_and_subfolder_are_named(data, tmp_path):

@@ -4,7 +4,8 @@
     python tools/dataset_converters/generate_context_rooms.py --num-train 50 --num-val 10 \\
         --out-dir /tmp/rooms --seed 1 --preview /tmp/rooms.png
 
-docs/demo.md says what the images show and why one global fact cannot decide the labels.
+docs/demo.md says what the images show and why one global fact cannot decide the labels. A lab
+task: its code is tools/lab/analysis/context_rooms.py.
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ import hamseg  # noqa: E402,F401  (adapts the stack; before anything imports mms
 
 # isort: split
 from hamseg.cli.generate import generate_main  # noqa: E402
-from hamseg.datasets.context_rooms import PALETTE, ContextRoomsConfig, generate_context_rooms  # noqa: E402
+from tools.lab.analysis.context_rooms import (  # noqa: E402
+    PALETTE,
+    ContextRoomsConfig,
+    generate_context_rooms,
+)
 
 
 def main(argv: list[str] | None = None) -> int:

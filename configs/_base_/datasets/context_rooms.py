@@ -1,7 +1,9 @@
-# Context Rooms: the generated demo task that needs one fact per room (docs/demo.md). Create it with
+# Context Rooms: the generated lab task that needs one fact per room (docs/demo.md). Create it with
 #   python tools/dataset_converters/generate_context_rooms.py
+# Its dataset class is lab code (tools/lab/analysis/context_rooms.py), imported from a checkout.
 # Context Shapes' pipelines, loaders and metric on other images (the same seven classes).
 _base_ = ["./context_shapes.py"]
+custom_imports = dict(imports=["tools.lab.analysis.context_rooms"], allow_failed_imports=False)
 dataset_type = "ContextRoomsDataset"
 data_root = "data/context_rooms"
 train_dataloader = dict(dataset=dict(type=dataset_type, data_root=data_root))

@@ -24,13 +24,15 @@ from mmseg.registry import DATASETS
 from PIL import Image
 from scipy.io import savemat
 
-from hamseg.datasets.checks import PREPARE_CONTEXT, PREPARE_VOC_AUG
+from hamseg.datasets.checks import prepare_commands
 from tools.dataset_converters import converters
 from tools.dataset_converters.converters import build_trainaug, convert_pascal_context
 from hamseg.evaluation import voc_palette
 from tests.conftest import REPO
 
-#: The arguments of the commands the dataset checks print.
+#: The commands the dataset checks print for the default folders, and their arguments.
+PREPARE_VOC_AUG = prepare_commands()["voc_aug"]
+PREPARE_CONTEXT = prepare_commands()["pascal_context"]
 VOC_AUG_ARGS = shlex.split(PREPARE_VOC_AUG)[2:]
 CONTEXT_ARGS = shlex.split(PREPARE_CONTEXT)[2:]
 

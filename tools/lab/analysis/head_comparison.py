@@ -33,10 +33,11 @@ from mmseg.registry import MODELS
 from mmseg.structures import SegDataSample
 
 from hamseg.apis.demo import head_config, set_schedule_length
-from hamseg.datasets import context_rooms, context_shapes
+from hamseg.datasets import context_shapes
 from hamseg.datasets.checks import check_dataset_paths
 from hamseg.utils.errors import UsageError
 
+from . import context_rooms
 from .eval_variance import Evaluation, set_eval_draws
 
 DEMO = "configs/demo"
@@ -92,7 +93,8 @@ HEADS: dict[str, Head] = {
 class Task:
     """A generated demo task: its ``label``, default ``data_root``, dataset config (None: the
     demo configs' own, Context Shapes) and generator (module with ``is_generated`` and a
-    ``generate_*`` function)."""
+    ``generate_*`` function); a generator outside hamseg (the lab's) registers the task's
+    dataset, so every run's config imports it (``custom_imports``)."""
 
     label: str
     data_root: str
@@ -162,11 +164,14 @@ def run_config(
 ) -> Config:
     """The whole config of one run: ``head`` on the task's data (or ``data_config``'s,
     :func:`hamseg.apis.demo.head_config`), its options, then ``cfg_options``, the protocol's
-    ham settings, the schedule and a validation every ``curve_interval`` iterations."""
+    ham settings, the import of a lab task's dataset, the schedule and a validation every
+    ``curve_interval`` iterations."""
     cfg = head_config(head.config, data_config or task.data_config, data_root)
     cfg.merge_from_dict({**head.options, **(cfg_options or {})})
     if head.kind == "ham":
         cfg.model.decode_head.ham_cfg.update(PROTOCOLS[protocol])
+    if not task.generator.__name__.startswith("hamseg."):  # the run's process registers it
+        cfg.custom_imports = dict(imports=[task.generator.__name__], allow_failed_imports=False)
     if max_iters is not None:
         set_schedule_length(cfg, max_iters)
     end = cfg.train_cfg.max_iters

@@ -1,5 +1,6 @@
-"""Context Rooms generator: determinism, the label design (each player's class is the flag of
-its own room, and nothing else), mmseg loading, CLI."""
+"""Context Rooms (tools.lab.analysis.context_rooms, a lab task of the head comparison): the
+generator's determinism, the label design (each player's class is the flag of its own room, and
+nothing else), mmseg loading (in a fresh process through the configs' ``custom_imports``), CLI."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import numpy as np
 import pytest
 
 import hamseg  # noqa: F401  (must precede mmseg imports)
-from hamseg.datasets.context_rooms import (
+from tests.conftest import REPO
+from tools.lab.analysis import head_comparison as hc
+from tools.lab.analysis.context_rooms import (
     CLASSES,
     TEAM_COLOURS,
     ContextRoomsConfig,
@@ -25,7 +28,6 @@ from hamseg.datasets.context_rooms import (
     room_region,
     sample_rng,
 )
-from tests.conftest import REPO
 
 K = len(TEAM_COLOURS)
 CFG = ContextRoomsConfig()
@@ -182,6 +184,34 @@ def test_dataset_class_loads_through_mmseg_pipeline(tmp_path):
     sample = ds[1]
     assert tuple(sample["inputs"].shape) == (3, 96, 96)
     assert set(sample["data_samples"].gt_sem_seg.data.unique().tolist()) == set(range(7))
+
+
+def test_configs_import_the_dataset_class_in_a_fresh_process(tmp_path):
+    """Outside hamseg, the dataset class is registered where a config names it: the rooms
+    dataset config and each comparison run's config file (what tools/run_demo.py loads in its
+    own process, from the repository root) import it through ``custom_imports``."""
+    root = str(tmp_path / "rooms")
+    generate_context_rooms(root, TINY, progress=False)
+    run = hc.run_config(hc.HEADS["fcn"], hc.TASKS["rooms"], "paper", data_root=root)
+    run_path = tmp_path / "run.py"
+    run_path.write_text(run.pretty_text)
+    data = osp.join(REPO, "configs", "_base_", "datasets", "context_rooms.py")
+    code = (
+        "import sys, hamseg\n"
+        "from mmengine.config import Config\n"
+        "from mmengine.registry import init_default_scope\n"
+        "from mmseg.registry import DATASETS\n"
+        "init_default_scope('mmseg')\n"
+        "for path in sys.argv[1:]:\n"
+        "    dataset = Config.fromfile(path).val_dataloader.dataset\n"
+        f"    dataset.data_root = {root!r}\n"
+        "    built = DATASETS.build(dataset)\n"
+        "    print(type(built).__name__, len(built))\n"
+    )
+    cmd = [sys.executable, "-c", code, data, str(run_path)]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["ContextRoomsDataset", "3"] * 2
 
 
 def test_cli_writes_dataset_and_preview(tmp_path):

@@ -3,9 +3,12 @@
 Three parallel rooms, each with a floor of its own hue and a flag of its own team colour near
 one wall (the three teams in a random order); every player, tinted with its room's hue, belongs
 to the team of its room's flag. A player's pixels say which room it is in, never which team;
-its flag is far away; every image holds all three flag colours. So neither local evidence nor
-one global fact decides the class: the player must be related to the flag that shares its
-room's hue. docs/demo.md.
+its flag is far away; every image holds all three flag colours. So one global fact cannot
+decide the class: the player must be related to the flag that shares its room's hue. It does
+not separate heads: given 2000 iterations the local FCN solves it as well as the context heads
+(docs/demo.md). A lab task of the demo head comparison (:mod:`~tools.lab.analysis.head_comparison`,
+``python tools/compare_demo_heads.py --task rooms``); configs load it through
+``custom_imports`` (configs/_base_/datasets/context_rooms.py). docs/demo.md.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import cv2
 import numpy as np
 from mmseg.registry import DATASETS
 
-from .context_shapes import (
+from hamseg.datasets.context_shapes import (
     CLASSES,
     PALETTE,
     SHAPES,
@@ -27,7 +30,7 @@ from .context_shapes import (
     ContextShapesDataset,
     shape_mask,
 )
-from .generated import SPLITS, is_complete, write_dataset
+from hamseg.datasets.generated import SPLITS, is_complete, write_dataset
 
 __all__ = [
     "CLASSES",
