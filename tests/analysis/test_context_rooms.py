@@ -195,7 +195,7 @@ def test_configs_import_the_dataset_class_in_a_fresh_process(tmp_path):
     run = hc.run_config(hc.HEADS["fcn"], hc.TASKS["rooms"], "paper", data_root=root)
     run_path = tmp_path / "run.py"
     run_path.write_text(run.pretty_text)
-    data = osp.join(REPO, "configs", "_base_", "datasets", "context_rooms.py")
+    data = osp.join(REPO, "tools", "lab", "configs", "context_rooms.py")
     code = (
         "import sys, hamseg\n"
         "from mmengine.config import Config\n"

@@ -114,7 +114,7 @@ TASKS = {
     "rooms": Task(
         "Context Rooms",
         "data/context_rooms",
-        "configs/_base_/datasets/context_rooms.py",
+        "tools/lab/configs/context_rooms.py",
         context_rooms,
     ),
 }

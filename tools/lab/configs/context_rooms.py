@@ -1,8 +1,8 @@
 # Context Rooms: the generated lab task that needs one fact per room (docs/demo.md). Create it with
 #   python tools/dataset_converters/generate_context_rooms.py
-# Its dataset class is lab code (tools/lab/analysis/context_rooms.py), imported from a checkout.
+# Lab code, from a checkout only: the dataset class is tools/lab/analysis/context_rooms.py.
 # Context Shapes' pipelines, loaders and metric on other images (the same seven classes).
-_base_ = ["./context_shapes.py"]
+_base_ = ["../../../configs/_base_/datasets/context_shapes.py"]
 custom_imports = dict(imports=["tools.lab.analysis.context_rooms"], allow_failed_imports=False)
 dataset_type = "ContextRoomsDataset"
 data_root = "data/context_rooms"
