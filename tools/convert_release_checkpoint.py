@@ -19,8 +19,8 @@ sys.path.insert(0, REPO)  # run from a checkout
 import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before mmseg is used)
 
 # isort: split
-from hamseg.apis.release_checkpoint import convert_release_checkpoint  # noqa: E402
 from hamseg.models.release_weights import WeightMappingError  # noqa: E402
+from tools.model_converters.release_checkpoint import convert_release_checkpoint  # noqa: E402
 
 
 def main() -> int:

@@ -12,8 +12,8 @@ Usage::
     python tools/mmseg_tool.py analyze_logs RUN/TIME/vis_data/TIME.json --keys loss mIoU --out c.png
 
 Everything after the tool name is the mmseg script's own command line. The logic (and the fixes for
-the scripts' own bugs) lives in hamseg/cli/mmseg_tool.py (``python -m hamseg.cli.mmseg_tool``
-does the same without a checkout).
+the scripts' own bugs) lives in tools/lib/mmseg_front_end.py and tools/lib/mmseg_tool_fixes.py
+(``mim run hamseg mmseg_tool ...`` does the same with the wheel, without a checkout).
 """
 
 import os.path as osp
@@ -21,7 +21,7 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))  # run from a checkout
 
-from hamseg.cli.mmseg_tool import main  # noqa: E402  (imports hamseg: the stack is ready)
+from tools.lib.mmseg_front_end import main  # noqa: E402  (imports hamseg: the stack is ready)
 
 if __name__ == "__main__":
     main()

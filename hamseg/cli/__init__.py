@@ -1,5 +1,5 @@
 """The command-line layer: what every tool shares (:mod:`.common`), checks before iteration 1
-(:mod:`.preflight`), ``--resume`` (:mod:`.resume`), mmseg's tools (:mod:`.mmseg_tool`)."""
+(:mod:`.preflight`), ``--resume`` (:mod:`.resume`)."""
 
 from .common import (
     GUARD_HOOKS,

@@ -1,7 +1,8 @@
 """Where hamseg adapts mmseg 1.2.2, mmengine 0.10.7, mmcv-lite 2.1.0 and torch 2.6-2.14 to each
 other; each module applies its fix on import (``import hamseg`` imports this first), only where
-the installed stack needs it; :mod:`.mmseg_tool_fixes` only while one of mmseg's tools runs,
-:mod:`.config_variables` only while a tool reads a config again for its ``--cfg-options``.
+the installed stack needs it; :mod:`.config_variables` only while a tool reads a config again
+for its ``--cfg-options``. (The fixes to mmseg's own tool scripts are a checkout's:
+tools/lib/mmseg_tool_fixes.py.)
 """
 
 # The order matters: mmcv is checked and its ops provided before anything imports mmseg.

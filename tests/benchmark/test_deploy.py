@@ -29,7 +29,7 @@ def two_val_images(monkeypatch):
 def test_deploy_latency_rows_profile_and_table(monkeypatch, two_val_images):
     import torch
 
-    from hamseg.apis import precision
+    from tools.deploy import precision
     from tools.lab.benchmark import deploy
 
     threads_seen = []

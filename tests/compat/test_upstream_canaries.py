@@ -19,9 +19,9 @@ import mmengine.runner.runner as runner_module
 import pytest
 from mmseg.apis.mmseg_inferencer import MMSegInferencer
 
-from hamseg.cli.mmseg_tool import mmseg_tools_dir
 from hamseg.compat import checkpoint
-from hamseg.compat.mmseg_tool_fixes import FIXES
+from tools.lib.mmseg_front_end import mmseg_tools_dir
+from tools.lib.mmseg_tool_fixes import FIXES
 
 
 def fresh(code: str) -> subprocess.CompletedProcess:
@@ -98,7 +98,7 @@ OVERRIDDEN = {
         "425e18d8b64dc880",
     ),
 }
-#: mmseg 1.2.2's tool scripts that hamseg.compat.mmseg_tool_fixes patches while they run.
+#: mmseg 1.2.2's tool scripts that tools/lib/mmseg_tool_fixes.py patches while they run.
 TOOL_SCRIPTS = {
     "analysis_tools/get_flops.py": "757cb03692d93a45",
     "analysis_tools/browse_dataset.py": "be114c33749dfa1d",

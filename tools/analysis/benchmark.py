@@ -10,7 +10,7 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))  # a checkout
 
-from hamseg.cli.mmseg_tool import main  # noqa: E402
+from tools.lib.mmseg_front_end import main  # noqa: E402
 
 if __name__ == "__main__":
     main(["benchmark", *sys.argv[1:]])

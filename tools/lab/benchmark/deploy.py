@@ -19,8 +19,8 @@ import torch
 
 from hamseg.apis import init_model
 from hamseg.apis.export import SegmentorLogits, export_onnx, onnx_session, seed_hams
-from hamseg.apis.int8 import HAM_SCOPE, Recipe, quantize_int8
-from hamseg.apis.precision import (
+from tools.deploy.int8 import HAM_SCOPE, Recipe, quantize_int8
+from tools.deploy.precision import (
     calibration_inputs,
     compare,
     convert,

@@ -1,4 +1,4 @@
-"""fp16 / int8 graphs (hamseg.apis.precision, export_onnx.py --precision/--quantize)."""
+"""fp16 / int8 graphs (tools/deploy/precision.py, export_onnx.py --precision/--quantize)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import pytest
 
 from hamseg.apis import init_model
 from hamseg.apis.export import export_onnx
-from hamseg.apis.precision import compare, convert, miou, predictions, val_batches
 from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
 from tests.apis.test_export import EXPORT, NMF
 from tests.helpers import make_checkpoint, one_thread  # noqa: F401  (fixture)
 from tests.tools.test_finetune_path import one_line_error, run
+from tools.deploy.precision import compare, convert, miou, predictions, val_batches
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -156,7 +156,7 @@ def test_the_int8_recipe_quantizes_outside_the_ham_only(setup):
     activations), the ham's products in float; a depthwise limit keeps larger kernels float."""
     import onnx
 
-    from hamseg.apis.int8 import HAM_SCOPE, Recipe, float_nodes
+    from tools.deploy.int8 import HAM_SCOPE, Recipe, float_nodes
 
     out = str(setup["tmp"] / "recipe.onnx")
     calibration = [x for x, _ in val_batches(setup["model"])]
@@ -184,7 +184,7 @@ def test_gelu_is_fused_into_one_operator_with_the_same_values(tmp_path):
     import onnxruntime as ort
     import torch
 
-    from hamseg.apis.int8 import fuse_gelu
+    from tools.deploy.int8 import fuse_gelu
 
     path = str(tmp_path / "gelu.onnx")
     torch.onnx.export(

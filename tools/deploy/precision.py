@@ -1,4 +1,5 @@
-"""fp16 and int8 graphs, checked against fp32 on the val split (docs/deploy.md)."""
+"""fp16 and int8 graphs, checked against fp32 on the val split (docs/deploy.md): what
+tools/deploy/export_onnx.py's ``--precision`` and ``--quantize`` run."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ import cv2
 import numpy as np
 from torch import nn
 
+from hamseg.apis.export import ExportError, finish_graph, onnx_session
 from hamseg.utils.config import leaf_datasets
 from hamseg.utils.errors import UsageError
 
-from .export import ExportError, finish_graph, onnx_session
 from .int8 import quantize_int8
 
 PRECISIONS = ("fp16", "int8", "int8-dynamic")

@@ -1,5 +1,5 @@
 """Fixes for bugs of mmseg 1.2.2's own tool scripts (mmengine 0.10.7, OpenCV 4), patched only
-while one runs under ``tools/mmseg_tool.py`` (:mod:`hamseg.cli.mmseg_tool`), then restored:
+while one runs under ``tools/mmseg_tool.py`` (:mod:`.mmseg_front_end`), then restored:
 
 - get_flops.py: ``input_shape`` and ``inputs`` "cannot be both set": ``inputs`` is used;
 - browse_dataset.py: "Layout of the output array img is incompatible with cv::Mat": the image
@@ -9,7 +9,7 @@ while one runs under ``tools/mmseg_tool.py`` (:mod:`hamseg.cli.mmseg_tool`), the
   'classes'``, a wrong size for a subset): each dataset gets its instance's metainfo;
 - ``--cfg-options`` as in ``tools/train.py``: ``data_root=PATH`` moves the datasets too
   (``merge_cfg_options``), a template variable (``seg_map_suffix=...``) changes what the config
-  computed from it (:mod:`.config_variables`);
+  computed from it (:mod:`hamseg.compat.config_variables`);
 - publish_model.py exits before its ``mv`` has run: started processes are waited for;
 - print_config.py writes ``example.py`` (``--graph``: ``example-graph.txt``) over any file of
   that name in the working directory: an existing file is kept, the new one goes next to it.
@@ -17,6 +17,9 @@ while one runs under ``tools/mmseg_tool.py`` (:mod:`hamseg.cli.mmseg_tool`), the
 
 from __future__ import annotations
 
+import hamseg  # noqa: F401  (adapts the stack before mmengine and mmseg are imported)
+
+# isort: split
 import contextlib
 import itertools
 import os
@@ -32,10 +35,9 @@ from mmengine.runner import Runner
 from mmseg.registry import DATASETS
 from mmseg.visualization import SegLocalVisualizer
 
+from hamseg.compat.config_variables import apply_config_variables
+from hamseg.compat.patching import patched
 from hamseg.utils.config import merge_cfg_options
-
-from .config_variables import apply_config_variables
-from .patching import patched
 
 
 def _get_flops_inputs_only() -> contextlib.AbstractContextManager:

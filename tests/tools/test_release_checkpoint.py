@@ -1,5 +1,5 @@
-"""hamseg.apis.release_checkpoint (tools/convert_release_checkpoint.py): released HamNet
-checkpoint -> configs/ham_voc.py (strict).
+"""tools/model_converters/release_checkpoint.py (tools/convert_release_checkpoint.py): released
+HamNet checkpoint -> configs/ham_voc.py (strict).
 
 The weights are synthetic, made from the released checkpoint's names and shapes
 (tests/tools/data/release_hamnet_r101_v2_nmf_state_dict.txt, a copy of
@@ -18,11 +18,15 @@ import pytest
 import torch
 from mmengine.runner import load_checkpoint
 
-from hamseg.apis.release_checkpoint import build_target_model, convert, convert_release_checkpoint
 from hamseg.models.release_weights import WeightMappingError
 from tests.conftest import REPO
 from tests.tools.release_reference import ReleaseHamNet, read_listing, synthetic_state_dict
 from tests.helpers import one_thread  # noqa: F401  (one_thread: fixture)
+from tools.model_converters.release_checkpoint import (
+    build_target_model,
+    convert,
+    convert_release_checkpoint,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -1,7 +1,9 @@
 """Run mmseg 1.2.2's tool scripts, or any Python file, on the adapted stack with hamseg imported:
 ``python tools/mmseg_tool.py TOOL ARGS`` (mmseg's scripts import ``mmseg.apis`` first thing,
 which fails on mmcv-lite). It also refuses inputs the scripts would mishandle, resolves packaged
-config names and applies :mod:`hamseg.compat.mmseg_tool_fixes`. README.
+config names and applies :mod:`.mmseg_tool_fixes`. README. A checkout's code, behind
+tools/mmseg_tool.py and the scripts of tools/analysis/ and tools/misc/ (which ``mim run hamseg
+TOOL`` runs), not part of the hamseg library.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ import mmseg
 import hamseg  # noqa: F401  (adapts the stack before mmseg's scripts import mmseg)
 from hamseg.apis import init_model
 from hamseg.apis.checkpoint import check_checkpoint_file
+from hamseg.cli import CLIError, run_cli
 from hamseg.compat.checkpoint import load_checkpoint_file
-from hamseg.compat.mmseg_tool_fixes import tool_fixes
 from hamseg.compat.package_lookup import config_file
 from hamseg.utils.errors import require_file
 
-from .common import CLIError, run_cli
+from .mmseg_tool_fixes import tool_fixes
 
 __all__ = ["TOOLS", "check_inputs", "main", "mmseg_tools_dir", "resolve_tool", "run_tool"]
 
@@ -185,7 +187,3 @@ def main(argv: Optional[list[str]] = None) -> None:
         print(usage())
         return
     run_cli(lambda: run_tool(argv[0], argv[1:]))
-
-
-if __name__ == "__main__":
-    main()

@@ -23,9 +23,10 @@ import pytest
 import torch
 
 import hamseg  # noqa: F401  (before mmseg)
-from hamseg.cli import CLIError, mmseg_tool
+from hamseg.cli import CLIError
 from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
 from tests.conftest import REPO, write_tiny_dataset
+from tools.lib import mmseg_front_end
 
 FRONT_END = osp.join(REPO, "tools", "mmseg_tool.py")
 DEMO = osp.join(REPO, "configs", "demo")
@@ -273,7 +274,7 @@ def test_tool_runs_through_the_front_end(workspace, tool, make_args, check):
 
 
 def test_every_listed_tool_has_a_case():
-    assert sorted({p.values[0] for p in TOOL_CASES}) == sorted(mmseg_tool.TOOLS)
+    assert sorted({p.values[0] for p in TOOL_CASES}) == sorted(mmseg_front_end.TOOLS)
 
 
 def mim_run_script(name: str) -> str:
@@ -344,7 +345,7 @@ def test_confusion_matrix_of_a_metainfo_dataset_has_the_config_classes(tmp_path,
 
     monkeypatch.setattr(plt, "savefig", save_and_record)
     try:
-        mmseg_tool.run_tool("confusion_matrix", [config, str(preds), str(tmp_path / "cm")])
+        mmseg_front_end.run_tool("confusion_matrix", [config, str(preds), str(tmp_path / "cm")])
     finally:
         plt.close("all")
     assert seen["x"] == seen["y"] == CUSTOM_CLASSES
@@ -419,7 +420,7 @@ def test_mmseg_scripts_alone_fail_on_mmcv_lite(workspace):
 
     if compiled_mmcv_available():
         pytest.skip("compiled mmcv: mmseg's scripts work without hamseg")
-    script = osp.join(mmseg_tool.mmseg_tools_dir(), "misc", "print_config.py")
+    script = osp.join(mmseg_front_end.mmseg_tools_dir(), "misc", "print_config.py")
     result = subprocess.run(
         [sys.executable, script, NMF], cwd=workspace, capture_output=True, text=True, timeout=600
     )
@@ -430,14 +431,14 @@ def test_mmseg_scripts_alone_fail_on_mmcv_lite(workspace):
 
 
 def test_short_names_and_paths_resolve_to_mmseg_scripts():
-    root = mmseg_tool.mmseg_tools_dir()
-    for name, rel in mmseg_tool.TOOLS.items():
-        assert mmseg_tool.resolve_tool(name) == (osp.join(root, rel), rel)
+    root = mmseg_front_end.mmseg_tools_dir()
+    for name, rel in mmseg_front_end.TOOLS.items():
+        assert mmseg_front_end.resolve_tool(name) == (osp.join(root, rel), rel)
     rel = "misc/browse_dataset.py"
-    assert mmseg_tool.resolve_tool("misc/browse_dataset") == (osp.join(root, rel), rel)
+    assert mmseg_front_end.resolve_tool("misc/browse_dataset") == (osp.join(root, rel), rel)
     for bad in ("nope", "../../mmseg/__init__", "misc"):
         with pytest.raises(CLIError, match="unknown mmseg tool"):
-            mmseg_tool.resolve_tool(bad)
+            mmseg_front_end.resolve_tool(bad)
 
 
 def test_benchmark_refuses_a_checkpoint_of_another_class_count(workspace, tmp_path):
@@ -452,14 +453,16 @@ def test_benchmark_refuses_a_checkpoint_of_another_class_count(workspace, tmp_pa
     assert error.startswith("error: checkpoint ") and "decode_head.conv_seg.weight" in error
     assert "the checkpoint has 3 classes, the config has 7" in error, error
     assert "fps" not in result.stdout
-    mmseg_tool.check_inputs("analysis_tools/benchmark.py", [NMF, osp.join(workspace, "ckpt.pth")])
+    mmseg_front_end.check_inputs(
+        "analysis_tools/benchmark.py", [NMF, osp.join(workspace, "ckpt.pth")]
+    )
 
 
 def test_inputs_are_checked_before_the_script_runs(tmp_path):
     with pytest.raises(FileNotFoundError, match="config file not found: missing.py"):
-        mmseg_tool.check_inputs("analysis_tools/get_flops.py", ["missing.py", "--shape", "64"])
+        mmseg_front_end.check_inputs("analysis_tools/get_flops.py", ["missing.py", "--shape", "64"])
     with pytest.raises(FileNotFoundError, match="checkpoint not found: none.pth"):
-        mmseg_tool.check_inputs("analysis_tools/benchmark.py", [NMF, "none.pth"])
+        mmseg_front_end.check_inputs("analysis_tools/benchmark.py", [NMF, "none.pth"])
     ckpt = tmp_path / "c.pth"
     torch.save(dict(state_dict=dict(w=torch.ones(2))), ckpt)
     for name, fine in [
@@ -471,11 +474,11 @@ def test_inputs_are_checked_before_the_script_runs(tmp_path):
     ]:
         argv = [str(ckpt), name]
         if fine:
-            mmseg_tool.check_inputs("misc/publish_model.py", argv)
+            mmseg_front_end.check_inputs("misc/publish_model.py", argv)
         else:
             with pytest.raises(CLIError, match="mmseg 1.2.2 strips"):
-                mmseg_tool.check_inputs("misc/publish_model.py", argv)
-    mmseg_tool.check_inputs("misc/print_config.py", ["--help"])  # options only: the script's
+                mmseg_front_end.check_inputs("misc/publish_model.py", argv)
+    mmseg_front_end.check_inputs("misc/print_config.py", ["--help"])  # options only: the script's
 
 
 def test_packaged_config_names_become_the_files_the_script_reads():
@@ -491,11 +494,11 @@ def test_packaged_config_names_become_the_files_the_script_reads():
     }
     for name, path in cases.items():
         argv = [name, "--shape", "64"]
-        got = mmseg_tool.check_inputs("analysis_tools/get_flops.py", argv)
+        got = mmseg_front_end.check_inputs("analysis_tools/get_flops.py", argv)
         assert got == [path, "--shape", "64"] and argv[0] == name  # the caller's list is kept
     missing = r"^config file not found: hamseg::nope.py \(no such file"
     with pytest.raises(FileNotFoundError, match=missing):
-        mmseg_tool.check_inputs("misc/print_config.py", ["hamseg::nope.py"])
+        mmseg_front_end.check_inputs("misc/print_config.py", ["hamseg::nope.py"])
 
 
 def test_publish_model_refuses_a_checkpoint_with_pickled_callables(tmp_path):
@@ -504,24 +507,24 @@ def test_publish_model_refuses_a_checkpoint_with_pickled_callables(tmp_path):
     ckpt = tmp_path / "c.pth"
     torch.save(dict(state_dict=dict(w=torch.ones(2)), hook=print), ckpt)
     with pytest.raises(UnsafeCheckpointError, match=r"builtins\.print"):
-        mmseg_tool.check_inputs("misc/publish_model.py", [str(ckpt), "x.pth"])
+        mmseg_front_end.check_inputs("misc/publish_model.py", [str(ckpt), "x.pth"])
 
 
 def test_analyze_logs_without_seaborn_says_what_to_install(monkeypatch):
-    real = mmseg_tool.importlib.util.find_spec
+    real = mmseg_front_end.importlib.util.find_spec
     monkeypatch.setattr(
-        mmseg_tool.importlib.util,
+        mmseg_front_end.importlib.util,
         "find_spec",
         lambda name, *a: None if name == "seaborn" else real(name, *a),
     )
     with pytest.raises(CLIError, match=r"needs seaborn: pip install 'hamseg\[plots\]'"):
-        mmseg_tool.check_inputs("analysis_tools/analyze_logs.py", ["log.json"])
+        mmseg_front_end.check_inputs("analysis_tools/analyze_logs.py", ["log.json"])
 
 
 def test_no_tool_prints_the_list(capsys):
-    mmseg_tool.main([])
+    mmseg_front_end.main([])
     out = capsys.readouterr().out
-    assert all(f"  {name} " in out for name in mmseg_tool.TOOLS)
+    assert all(f"  {name} " in out for name in mmseg_front_end.TOOLS)
 
 
 def test_any_python_file_runs_after_import_hamseg(tmp_path):

@@ -1,4 +1,4 @@
-"""hamseg.compat.mmseg_tool_fixes: each fix works inside its block and is undone after it."""
+"""tools/lib/mmseg_tool_fixes.py: each fix works inside its block and is undone after it."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import torch
 from torch import nn
 
 import hamseg  # noqa: F401  (before mmseg)
-from hamseg.compat.mmseg_tool_fixes import FIXES, RepeatedLoader, tool_fixes
 from tests.conftest import REPO
+from tools.lib.mmseg_tool_fixes import FIXES, RepeatedLoader, tool_fixes
 
 CUSTOM = osp.join(REPO, "configs", "custom", "hamhead-nmf_r18-d8_custom.py")
 
@@ -135,7 +135,7 @@ def test_metainfo_fix_keeps_the_subset_of_classes_a_config_selects():
 
 
 def test_fixes_name_real_mmseg_scripts():
-    from hamseg.cli.mmseg_tool import mmseg_tools_dir
+    from tools.lib.mmseg_front_end import mmseg_tools_dir
 
     for script in FIXES:
         assert osp.isfile(osp.join(mmseg_tools_dir(), script)), script

@@ -3,11 +3,15 @@
 The release (Gsunshine/Enjoy-Hamburger, seg/HamNet; VOC test 85.94 mIoU) saves
 ``{'net': state_dict, ...}``; its names are mapped with
 :data:`~hamseg.models.release_weights.RELEASE_HAMNET_RULES`, checked 1:1 against the target
-model and loaded with ``strict=True``. The file is read with ``weights_only=True``.
+model and loaded with ``strict=True``. The file is read with ``weights_only=True``. What
+tools/convert_release_checkpoint.py runs.
 """
 
 from __future__ import annotations
 
+import hamseg  # noqa: F401  (adapts the stack before mmengine and mmseg are imported)
+
+# isort: split
 import os
 import os.path as osp
 
