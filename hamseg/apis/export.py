@@ -41,7 +41,7 @@ MIN_OPSET = 11
 MAY_NOT_MATCH = "might cause results to not match"
 #: Checks on shapes that are constants of every trace, by their source line: the ham's channel
 #: split, D and the seeded dictionaries' cache key (hamseg/models/decompositions.py), PolyNL's
-#: channel check (hamseg/models/poly_nl.py), torch's
+#: channel check (the lab's tools/lab/models/poly_nl.py), torch's
 #: "more than one value per channel" check of a norm (torch/nn/functional.py, SegNeXt's
 #: GroupNorm), and the sizes mmseg's resize reads only to decide whether to warn about
 #: align_corners (mmseg/models/utils/wrappers.py, HamNet). Their TracerWarnings are not printed;

@@ -1,15 +1,12 @@
 """Hamburger models: the hams (NMF, CD, VQ), the blocks and the heads, registered in mmseg's
 ``MODELS`` on import. Import :mod:`hamseg` (which patches the stack first), not this alone."""
 
-from .attn_conv import AttnConv  # noqa: F401  ('AttnConv'; Andreoli, Eq. 7-10, Def. 1)
-from .attn_conv_head import AttnConvHead  # noqa: F401  ('AttnConvHead')
 from .cpu_sync_bn import HamSyncBatchNorm  # noqa: F401  ('HamSyncBN', CPU DDP wrapper)
 from .decompositions import CD, NMF, VQ, MatrixDecomposition2D
 from .ham_head import HamHead
 from .ham_light_head import HamLightHead
 from .hamburger import Hamburger
 from .light_hamburger import LightHamburger
-from .poly_nl import PolyNL, PolyNLHead  # noqa: F401  ('PolyNL', 'PolyNLHead'; Poly-NL Eq. 6)
 from .release_weights import HamResNetPretrained  # noqa: F401  (init_cfg 'HamResNetPretrained')
 
 __all__ = [

@@ -71,6 +71,44 @@ def test_run_config_sets_one_protocol_for_every_ham_and_the_curve():
     assert cfg.train_dataloader.dataset.type == "ContextShapesDataset"
 
 
+def test_lab_heads_runs_import_their_code_in_a_fresh_process(tmp_path):
+    """The lab's heads (tools/lab/models/) are outside hamseg: every run's config file (what
+    tools/run_demo.py loads in its own process, from the repository root) keeps the head
+    config's import of them (``custom_imports``), beside the task's dataset on Context Rooms,
+    so a process that imports only hamseg builds the head and finds the dataset."""
+    paths = []
+    for key in ("polynl", "attnconv"):
+        for task in ("shapes", "rooms"):
+            path = tmp_path / f"{key}_{task}.py"
+            path.write_text(hc.run_config(hc.HEADS[key], hc.TASKS[task], "paper").pretty_text)
+            paths.append(str(path))
+    code = (
+        "import sys, hamseg\n"
+        "from mmengine.config import Config\n"
+        "from mmengine.registry import init_default_scope\n"
+        "from mmseg.registry import DATASETS, MODELS\n"
+        "init_default_scope('mmseg')\n"
+        "for path in sys.argv[1:]:\n"
+        "    cfg = Config.fromfile(path)\n"
+        "    head = MODELS.build(cfg.model.decode_head)\n"
+        "    print(type(head).__name__, DATASETS.get(cfg.train_dataloader.dataset.type).__name__)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *paths], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == [
+        "PolyNLHead",
+        "ContextShapesDataset",
+        "PolyNLHead",
+        "ContextRoomsDataset",
+        "AttnConvHead",
+        "ContextShapesDataset",
+        "AttnConvHead",
+        "ContextRoomsDataset",
+    ]
+
+
 def test_final_value_is_the_protocols_number():
     ham = _run("ham", 0, 90.0, "ham", other=93.0)
     assert report.final_value(ham, "paper") == 90.0  # mean of 89 and 91

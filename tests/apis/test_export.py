@@ -578,13 +578,18 @@ def test_the_class_count_is_checked_at_the_first_run_when_the_graph_does_not_say
 
 
 @pytest.mark.parametrize(
-    "name",
-    ["polynl_r18-d8_context-shapes.py", "hamlighthead-nmf_mscan-t_context-shapes.py"],
+    "config",
+    [
+        osp.join(REPO, "tools", "lab", "configs", "polynl_r18-d8_context-shapes.py"),
+        osp.join(DEMO, "hamlighthead-nmf_mscan-t_context-shapes.py"),
+    ],
     ids=["polynl", "segnext"],
 )
-def test_other_heads_export_and_match(tmp_path, name):
-    """PolyNLHead and the SegNeXt head (HamLightHead on MSCAN-T) export like HamHead."""
-    config = osp.join(DEMO, name)
+def test_other_heads_export_and_match(tmp_path, config):
+    """The lab's PolyNLHead and the SegNeXt head (HamLightHead on MSCAN-T) export like
+    HamHead."""
+    import tools.lab.models  # noqa: F401  (registers PolyNLHead, the lab's)
+
     model = init_model(config, make_checkpoint(str(tmp_path / "m.pth"), config), "cpu")
     path = str(tmp_path / "m.onnx")
     exported = export_onnx(model, path, (64, 64), dynamic=True, seed=0)

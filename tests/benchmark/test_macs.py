@@ -106,7 +106,7 @@ def test_attn_conv_count_equals_hand_count(mu, index):
     (3 N C K D), x mu (N C K), the K score maps (K N^2 D) and A_k^T x Theta_k^value
     (K N^2 D_v), [h_1..h_K] Theta^O^T (N K D_v C), the 3x3 index heads (9 C^2 N): mmengine's
     counter sees every product (the stacked-head layout keeps the batched matmuls 3-D)."""
-    from hamseg.models import AttnConv
+    from tools.lab.models import AttnConv
 
     b, c, h, w, k, d, dv = 2, 12, 7, 9, 3, 5, 4
     module = AttnConv(c, k, d, dv, with_mu=mu, index_heads=index)

@@ -49,6 +49,8 @@ def test_index_imports_one_metafile_per_config_folder():
 
 
 def test_names_are_unique_and_resolve_to_configs_that_load():
+    """... and every indexed config imports the package only: none needs a checkout's lab code
+    (tools/lab/)."""
     from mmengine.config import Config
 
     names = [n for m in models() for n in [m["Name"], *m.get("Alias", [])]]
@@ -56,6 +58,8 @@ def test_names_are_unique_and_resolve_to_configs_that_load():
     for model in models():
         cfg = Config.fromfile(osp.join(REPO, model["Config"]))
         assert "decode_head" in cfg.model, model["Name"]
+        imports = cfg.get("custom_imports", {}).get("imports", [])
+        assert all(m.split(".")[0] == "hamseg" for m in imports), (model["Name"], imports)
 
 
 def test_list_models_gives_whole_names_that_resolve():
@@ -163,10 +167,11 @@ def test_demo_numbers_are_the_measured_ones():
 
 
 def test_demo_heads_beyond_the_r18_comparison_are_indexed():
-    """Poly-NL and the two SegNeXt-T demo heads have entries with their architecture."""
+    """The two SegNeXt-T demo heads have entries with their architecture; every entry is a
+    packaged config (the lab's context heads, tools/lab/configs/, have none)."""
     demo = {m["Config"]: m for m in models() if m["Config"].startswith("configs/demo/")}
+    assert not [m["Config"] for m in models() if not m["Config"].startswith("configs/")]
     for config, backbone, head in (
-        ("polynl_r18-d8_context-shapes.py", "R-18-D8", "Poly-NL"),
         ("lighthamhead_mscan-t_context-shapes.py", "MSCAN-T", "LightHamHead (mmseg)"),
         ("hamlighthead-nmf_mscan-t_context-shapes.py", "MSCAN-T", "HamLightHead (NMF)"),
     ):

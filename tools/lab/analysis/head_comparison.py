@@ -41,6 +41,8 @@ from . import context_rooms
 from .eval_variance import Evaluation, set_eval_draws
 
 DEMO = "configs/demo"
+#: The lab's own configs: heads and tasks whose code is outside hamseg (tools/lab/).
+LAB = "tools/lab/configs"
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,9 @@ class Head:
     """A row of the comparison: ``label``, the ``config`` it trains and config ``options``
     (dotted keys) on top; ``kind``: 'local' or 'global pooling' (the controls), 'ham' (its
     ``ham_cfg`` takes the protocol), 'random ham' (mmseg's LightHamHead: a new dictionary at
-    every forward, the paper's protocol only) or 'context'."""
+    every forward, the paper's protocol only) or 'context'. A head whose code is outside
+    hamseg (the lab's, tools/lab/models/) has a config that imports it (``custom_imports``),
+    and every run's config keeps that import."""
 
     label: str
     config: str
@@ -78,8 +82,8 @@ HEADS: dict[str, Head] = {
     "ham-vq": _ham("HamHead-VQ", "hamhead-vq_r18-d8_context-shapes.py"),
     "ham-vq-bptt": _ham("HamHead-VQ BPTT", "hamhead-vq_r18-d8_context-shapes.py", **BPTT),
     "nonlocal": Head("NonLocal", f"{DEMO}/nonlocal_r18-d8_context-shapes.py"),
-    "polynl": Head("PolyNL", f"{DEMO}/polynl_r18-d8_context-shapes.py"),
-    "attnconv": Head("AttnConv", f"{DEMO}/attnconv_r18-d8_context-shapes.py"),
+    "polynl": Head("PolyNL", f"{LAB}/polynl_r18-d8_context-shapes.py"),
+    "attnconv": Head("AttnConv", f"{LAB}/attnconv_r18-d8_context-shapes.py"),
     "segnext-mmseg": Head(
         "SegNeXt-T LightHamHead (mmseg)",
         f"{DEMO}/lighthamhead_mscan-t_context-shapes.py",
@@ -94,7 +98,8 @@ class Task:
     """A generated demo task: its ``label``, default ``data_root``, dataset config (None: the
     demo configs' own, Context Shapes) and generator (module with ``is_generated`` and a
     ``generate_*`` function); a generator outside hamseg (the lab's) registers the task's
-    dataset, so every run's config imports it (``custom_imports``)."""
+    dataset, so every run's config imports it (``custom_imports``, after the head config's
+    own)."""
 
     label: str
     data_root: str
@@ -164,14 +169,18 @@ def run_config(
 ) -> Config:
     """The whole config of one run: ``head`` on the task's data (or ``data_config``'s,
     :func:`hamseg.apis.demo.head_config`), its options, then ``cfg_options``, the protocol's
-    ham settings, the import of a lab task's dataset, the schedule and a validation every
-    ``curve_interval`` iterations."""
+    ham settings, the imports of the head's config and of a lab task's dataset, the schedule
+    and a validation every ``curve_interval`` iterations."""
     cfg = head_config(head.config, data_config or task.data_config, data_root)
     cfg.merge_from_dict({**head.options, **(cfg_options or {})})
     if head.kind == "ham":
         cfg.model.decode_head.ham_cfg.update(PROTOCOLS[protocol])
+    imports = list(cfg.get("custom_imports", {}).get("imports", []))  # a lab head's code
     if not task.generator.__name__.startswith("hamseg."):  # the run's process registers it
-        cfg.custom_imports = dict(imports=[task.generator.__name__], allow_failed_imports=False)
+        imports.append(task.generator.__name__)
+    if imports:
+        imports = list(dict.fromkeys(imports))
+        cfg.custom_imports = dict(imports=imports, allow_failed_imports=False)
     if max_iters is not None:
         set_schedule_length(cfg, max_iters)
     end = cfg.train_cfg.max_iters

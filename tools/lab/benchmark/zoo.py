@@ -1,7 +1,8 @@
 """The context modules of the benchmark, each built from (C, r, K): the rows of Table 3 (Geng et
 al., ICLR 2021, Sec. 3.3, App. E.2) and more: hamseg's Hamburgers (one-step and BPTT; 'release';
 HamHead's default evaluation), mmseg's, SA, DA, A^2, APC, DM, ACF, EMA, GC, Poly-NL and AttnConv
-(Andreoli). DA, APC and DM are built at Table 3's parameter counts (see each row's config)."""
+(Andreoli; both the lab's, tools/lab/models/). DA, APC and DM are built at Table 3's parameter
+counts (see each row's config)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ from mmseg.models.decode_heads.ema_head import EMAModule
 from mmseg.models.decode_heads.ham_head import Hamburger as MMSegHamburger
 from torch import Tensor, nn
 
-from hamseg.models import AttnConv, Hamburger, PolyNL
+from hamseg.models import Hamburger
 from hamseg.models.decompositions import EVAL_PROTOCOLS
 
+from ..models import AttnConv, PolyNL
 from .comparators import CooccurrentFeatures, DoubleAttention
 
 BN = dict(type="BN", requires_grad=True)

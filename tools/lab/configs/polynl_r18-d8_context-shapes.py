@@ -1,6 +1,8 @@
 # Poly-NL (Babiloni et al., ICCV 2021, Eq. 6): the NLHead layout with the O(N^2) non-local block
-# replaced by the O(N) Poly-NL block (hamseg's PolyNLHead), so the two differ only in context.
-_base_ = ["./_base_/r18-d8_context-shapes.py"]
+# replaced by the O(N) Poly-NL block (PolyNLHead), so the two differ only in context.
+# Lab code, from a checkout only: the head is tools/lab/models/poly_nl.py.
+_base_ = ["../../../configs/demo/_base_/r18-d8_context-shapes.py"]
+custom_imports = dict(imports=["hamseg", "tools.lab.models"], allow_failed_imports=False)
 demo_name = "PolyNL"
 model = dict(
     decode_head=dict(

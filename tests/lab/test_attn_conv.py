@@ -14,11 +14,11 @@ from mmengine.structures import PixelData
 from mmseg.registry import MODELS
 from mmseg.structures import SegDataSample
 
-from hamseg.models import AttnConv, AttnConvHead
-from hamseg.models.attn_conv import window_mask
+from tools.lab.models import AttnConv, AttnConvHead
+from tools.lab.models.attn_conv import window_mask
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-DEMO = osp.join(REPO, "configs", "demo", "attnconv_r18-d8_context-shapes.py")
+DEMO = osp.join(REPO, "tools", "lab", "configs", "attnconv_r18-d8_context-shapes.py")
 F64 = torch.float64
 B, C, H, W = 2, 6, 5, 7
 N = H * W

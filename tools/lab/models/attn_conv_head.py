@@ -27,7 +27,7 @@ class AttnConvHead(BaseDecodeHead):
 
     Args:
         attn_channels: C, channels of the AttnConv block (squeeze's output).
-        attn_cfg: :class:`~hamseg.models.attn_conv.AttnConv`'s options (``num_heads``,
+        attn_cfg: :class:`~tools.lab.models.attn_conv.AttnConv`'s options (``num_heads``,
             ``key_dim``, ``value_dim``, ``with_mu``/``nu``/``xi``, ``window``, ``index_heads``;
             Eq. 8-10, Def. 1-3); its defaults where left out.
         **kwargs: :class:`BaseDecodeHead` arguments (``in_channels``, ``channels``,

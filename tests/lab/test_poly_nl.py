@@ -1,4 +1,5 @@
-"""Tests of the Poly-NL block (Babiloni et al., ICCV 2021, Eq. 6-7) and PolyNLHead."""
+"""Tests of the lab's Poly-NL block (Babiloni et al., ICCV 2021, Eq. 6-7) and PolyNLHead
+(tools/lab/models/poly_nl.py)."""
 
 import hamseg  # noqa: F401, I001  (patches the stack before anything imports mmseg)
 
@@ -11,7 +12,7 @@ from mmengine.config import Config
 from mmengine.registry import init_default_scope
 from mmseg.registry import MODELS
 
-from hamseg.models import PolyNL, PolyNLHead
+from tools.lab.models import PolyNL, PolyNLHead
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 F64 = torch.float64
@@ -121,7 +122,7 @@ def test_head_is_nlhead_with_polynl():
 
 
 def test_demo_config_builds():
-    cfg = Config.fromfile(osp.join(REPO, "configs/demo/polynl_r18-d8_context-shapes.py"))
+    cfg = Config.fromfile(osp.join(REPO, "tools/lab/configs/polynl_r18-d8_context-shapes.py"))
     assert cfg.model.decode_head.type == "PolyNLHead"
     init_default_scope("mmseg")
     model = MODELS.build(cfg.model).eval()
