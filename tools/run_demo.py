@@ -28,7 +28,7 @@ from mmengine.logging import print_log  # noqa: E402
 
 from hamseg.apis.demo import CHECKPOINT_INTERVAL, DEFAULT_DEMO_CONFIG, run_demo  # noqa: E402
 from hamseg.cli import add_guard_hooks, run_cli  # noqa: E402
-from tools.lib.resume import apply_resume, check_resumed_schedule, finished_run  # noqa: E402
+from hamseg.cli.resume import apply_resume, check_resumed_schedule, finished_run  # noqa: E402
 
 
 def guarded(resume: str | None):

@@ -21,10 +21,10 @@ from mmengine.runner import Runner  # noqa: E402
 
 from hamseg.apis.checkpoint import check_checkpoint_file  # noqa: E402
 from hamseg.cli import LAUNCHERS, CLIError, build_config, run_cli  # noqa: E402
+from hamseg.cli.preflight import naming_validate_dataset, scan_data  # noqa: E402
 from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
 from hamseg.engine.tta import use_tta  # noqa: E402
 from hamseg.utils.errors import require_file  # noqa: E402
-from tools.lib.preflight import naming_validate_dataset, scan_data  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:

@@ -28,15 +28,15 @@ from mmengine.runner import Runner  # noqa: E402
 from mmseg.registry import RUNNERS  # noqa: E402
 
 from hamseg.cli import LAUNCHERS, add_guard_hooks, build_config, enable_amp, run_cli  # noqa: E402
-from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
-from tools.lib.batch_check import check_total_batch, launch_world_size  # noqa: E402
-from tools.lib.preflight import check_schedule, naming_validate_dataset, scan_data  # noqa: E402
-from tools.lib.resume import (  # noqa: E402
+from hamseg.cli.batch_check import check_total_batch, launch_world_size  # noqa: E402
+from hamseg.cli.preflight import check_schedule, naming_validate_dataset, scan_data  # noqa: E402
+from hamseg.cli.resume import (  # noqa: E402
     apply_resume,
     check_resumed_schedule,
     finished_run,
     report_load_from,
 )
+from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import os.path as osp
+import shlex
 import time
 from collections.abc import Callable
 from typing import Any, Optional
@@ -16,7 +17,7 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
-from hamseg.compat.package_lookup import config_file
+from hamseg.compat.package_lookup import config_file, hamseg_config_path
 from hamseg.datasets import context_shapes as shapes
 from hamseg.datasets.checks import check_dataset_paths
 from hamseg.utils.config import dataset_classes
@@ -175,6 +176,24 @@ def run_demo(
     for path in filter(None, (saved, json_out)):
         _write(path, json.dumps(result, indent=2))
     return result
+
+
+def demo_command_for(checkpoint: str) -> Optional[str]:
+    """The ``tools/run_demo.py`` command that writes ``checkpoint``, if it is a demo checkpoint
+    (``work_dirs/demo/<demo config name>/iter_<N>.pth``, where :func:`run_demo` writes it)."""
+    parts = osp.normpath(checkpoint).split(os.sep)
+    name = f"demo/{parts[-2]}.py" if len(parts) >= 4 else ""
+    iters = parts[-1].removeprefix("iter_").removesuffix(".pth")
+    if parts[-4:-2] != ["work_dirs", "demo"] or not iters.isdigit():
+        return None
+    try:
+        path = hamseg_config_path(name)
+    except FileNotFoundError:
+        return None
+    args = ["python", "tools/run_demo.py", "--config", f"configs/{name}"]
+    if int(iters) != Config.fromfile(path).train_cfg.max_iters:
+        args += ["--max-iters", iters]
+    return shlex.join(args)
 
 
 def _write(path: str, text: str) -> None:

@@ -1,5 +1,5 @@
-"""The command-line layer: what every tool shares (:mod:`.common`; a checkout's tools/lib/ holds
-what one tool alone uses: the checks before iteration 1, ``--resume``, the batch check)."""
+"""The command-line layer: what every tool shares (:mod:`.common`), checks before iteration 1
+(:mod:`.preflight`), ``--resume`` (:mod:`.resume`)."""
 
 from .common import (
     GUARD_HOOKS,

@@ -167,7 +167,7 @@ def test_bad_label_in_a_worker_is_one_line_naming_the_file(tmp_path, tool):
     else:
         ckpt = make_checkpoint(str(tmp_path / "three.pth"), num_classes=3)
         args = ["tools/test.py", CUSTOM, ckpt, "--work-dir", str(tmp_path / "w")]
-    # past the scan before iteration 1 (tests/tools/test_preflight.py), to the worker's own error
+    # past the scan before iteration 1 (tests/cli/test_preflight.py), to the worker's own error
     line = one_line_error(run(*args, "--skip-data-check", "--cfg-options", *opts))
     split = "train" if tool == "train" else "val"
     assert f"masks/{split}/001_mask.png" in line and "7" in line, line
@@ -365,7 +365,7 @@ def test_a_missing_demo_checkpoint_says_which_command_writes_it(tmp_path, monkey
     """The template starts from the demo's checkpoint: a new user who has not run the demo is
     told the command that writes it."""
     from hamseg.cli import CLIError, build_config
-    from tools.lib.resume import apply_resume
+    from hamseg.cli.resume import apply_resume
 
     monkeypatch.chdir(tmp_path)  # no work_dirs/demo here
     cfg = build_config(CUSTOM, work_dir=str(tmp_path / "w"))

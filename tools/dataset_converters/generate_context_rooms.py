@@ -18,12 +18,12 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 import hamseg  # noqa: E402,F401  (adapts the stack; before anything imports mmseg)
 
 # isort: split
+from hamseg.cli.generate import generate_main  # noqa: E402
 from tools.lab.analysis.context_rooms import (  # noqa: E402
     PALETTE,
     ContextRoomsConfig,
     generate_context_rooms,
 )
-from tools.lib.generate import generate_main  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

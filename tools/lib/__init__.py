@@ -1,9 +1,7 @@
 """What a checkout's front ends share: :mod:`.mmseg_front_end` (mmseg 1.2.2's tool scripts on
 hamseg configs, behind tools/mmseg_tool.py, tools/analysis/ and tools/misc/) with
-:mod:`.mmseg_tool_fixes` (its fixes to those scripts); :mod:`.preflight` (the checks before
-iteration 1 of tools/train.py and tools/test.py), :mod:`.resume` (``--resume`` of tools/train.py
-and tools/run_demo.py), :mod:`.batch_check` (tools/train.py's total batch); :mod:`.images`
-(image files in, overlays out: tools/infer.py and the analysis tools), :mod:`.head_check`
-(checkpoint against config: tools/infer.py, tools/deploy/export_onnx.py); :mod:`.splits`
-(tools/validate_dataset.py ``--write-splits``), :mod:`.generate` (the demo tasks' generators);
-and supervise.sh (the launchers' signal handling). Not part of the hamseg library."""
+:mod:`.mmseg_tool_fixes` (its fixes to those scripts); :mod:`.images` (image files in, overlays
+out: tools/infer.py and the analysis tools), :mod:`.head_check` (checkpoint against config:
+tools/infer.py, tools/deploy/export_onnx.py), :mod:`.splits` (tools/validate_dataset.py
+``--write-splits``); and supervise.sh (the launchers' signal handling). Not part of the hamseg
+library."""

@@ -15,10 +15,11 @@ from collections.abc import Iterator, Sequence
 from mmengine.config import Config
 from mmengine.logging import print_log
 
-from hamseg.cli import CLIError, cfg_options_argv, user_message
 from hamseg.datasets.checks import validate_splits
 from hamseg.datasets.loading import InvalidSampleError
 from hamseg.utils.config import defined_splits
+
+from .common import CLIError, cfg_options_argv, user_message
 
 
 def validate_command(config: str, argv: Sequence[str] | None = None) -> str:

@@ -1,4 +1,4 @@
-"""What the tools check before iteration 1 (tools/lib/preflight.py): every sample of the splits
+"""What the tools check before iteration 1 (hamseg/cli/preflight.py): every sample of the splits
 the run reads, a schedule that ends at max_iters (one knob moves it), a run already complete;
 and the smaller checks of issue 26 (a split file with suffixed names, a relative load_from)."""
 
@@ -13,11 +13,11 @@ import torch
 from mmengine.config import Config
 
 from hamseg.cli import CLIError, build_config
+from hamseg.cli.preflight import check_schedule
+from hamseg.cli.resume import apply_resume, finished_run
 from hamseg.datasets.checks import DatasetNotFoundError, check_dataset_paths
 from tests.conftest import REPO, TINY_FCN, write_tiny_dataset
 from tests.robust.helpers import TRAIN, data_options, run_tool
-from tools.lib.preflight import check_schedule
-from tools.lib.resume import apply_resume, finished_run
 
 CUSTOM = osp.join(REPO, "configs", "custom", "hamhead-nmf_r18-d8_custom.py")
 
@@ -92,7 +92,7 @@ def test_resuming_a_complete_run_says_so(tmp_path):
 
 def test_a_relative_load_from_says_where_it_was_read(tmp_path, monkeypatch):
     logged: list[str] = []
-    monkeypatch.setattr("tools.lib.resume.print_log", lambda message, *_: logged.append(message))
+    monkeypatch.setattr("hamseg.cli.resume.print_log", lambda message, *_: logged.append(message))
     cfg = Config(dict(work_dir=str(tmp_path), load_from="configs/custom/../../README.md"))
     apply_resume(cfg, None)
     assert logged == [
@@ -144,7 +144,7 @@ def test_bad_data_stops_before_iteration_1_or_names_the_validate_command(tmp_pat
 
 
 def test_the_suggested_validate_command_repeats_the_users_cfg_options():
-    from tools.lib.preflight import validate_command
+    from hamseg.cli.preflight import validate_command
 
     argv = ["c.py", "--work-dir", "w", "--cfg-options", "data_root=/my data", "a.b=1", "--resume"]
     assert validate_command("my c.py", [*argv, "--cfg-options=img_dir=x"]) == (

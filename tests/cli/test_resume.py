@@ -10,7 +10,7 @@ import torch
 from mmengine.config import Config
 
 from hamseg.cli import CLIError
-from tools.lib.resume import apply_resume, check_resumed_schedule
+from hamseg.cli.resume import apply_resume, check_resumed_schedule
 
 
 def checkpoint(path, step: int, seed: int = 7) -> str:

@@ -1,4 +1,4 @@
-"""The total-batch check at launch (tools/lib/batch_check.py, tools/train.py): the recipes record
+"""The total-batch check at launch (hamseg.cli.batch_check, tools/train.py): the recipes record
 the batch their lr is for, another total stops in one line unless accepted or scaled."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from mmengine.config import Config
 
 from hamseg.cli import CLIError
+from hamseg.cli.batch_check import check_total_batch, launch_world_size
 from tests.conftest import REPO, TINY_FCN
-from tools.lib.batch_check import check_total_batch, launch_world_size
 
 TRAIN = osp.join(REPO, "tools", "train.py")
 RECIPES = ["ham_voc.py", "ham_voc_trainval.py", "ham_context.py", "ham_context_60.py"]

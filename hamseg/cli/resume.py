@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import os.path as osp
-import shlex
 from typing import Any, Optional
 
 import torch
@@ -17,11 +16,11 @@ from mmengine.config import Config
 from mmengine.logging import print_log
 
 from hamseg.apis.checkpoint import reinitialised_by_load_from
-from hamseg.cli import CLIError
-from hamseg.compat.package_lookup import hamseg_config_path
+from hamseg.apis.demo import demo_command_for
 from hamseg.engine.checkpoints import find_latest_complete_checkpoint
 from hamseg.utils.errors import require_file
 
+from .common import CLIError
 from .preflight import schedule_ends
 
 __all__ = ["apply_resume", "check_resumed_schedule", "finished_run", "report_load_from"]
@@ -95,25 +94,6 @@ def finished_run(cfg: Config, target: Optional[str]) -> Optional[str]:
                 f"--cfg-options load_from={target} max_iters=N, without --resume)"
             )
     return None
-
-
-def demo_command_for(checkpoint: str) -> Optional[str]:
-    """The ``tools/run_demo.py`` command that writes ``checkpoint``, if it is a demo checkpoint
-    (``work_dirs/demo/<demo config name>/iter_<N>.pth``, where
-    :func:`hamseg.apis.demo.run_demo` writes it)."""
-    parts = osp.normpath(checkpoint).split(os.sep)
-    name = f"demo/{parts[-2]}.py" if len(parts) >= 4 else ""
-    iters = parts[-1].removeprefix("iter_").removesuffix(".pth")
-    if parts[-4:-2] != ["work_dirs", "demo"] or not iters.isdigit():
-        return None
-    try:
-        path = hamseg_config_path(name)
-    except FileNotFoundError:
-        return None
-    args = ["python", "tools/run_demo.py", "--config", f"configs/{name}"]
-    if int(iters) != Config.fromfile(path).train_cfg.max_iters:
-        args += ["--max-iters", iters]
-    return shlex.join(args)
 
 
 def apply_resume(cfg: Config, resume: Optional[str]) -> Optional[str]:

@@ -11,7 +11,7 @@ from mmengine.config import Config
 from mmengine.dist import get_world_size, is_distributed
 from mmengine.logging import print_log
 
-from hamseg.cli import CLIError
+from .common import CLIError
 
 #: What tools/train.py offers for another total batch.
 ACCEPT = "--allow-batch-mismatch"
