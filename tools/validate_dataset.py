@@ -27,8 +27,8 @@ from mmengine.config import DictAction  # noqa: E402
 
 from hamseg.cli import CLIError, build_config, run_cli  # noqa: E402
 from hamseg.datasets.checks import validate_splits  # noqa: E402
-from hamseg.datasets.splits import write_split_files  # noqa: E402
 from hamseg.utils.config import SPLITS  # noqa: E402
+from tools.lib.splits import write_split_files  # noqa: E402
 
 
 def main() -> int:

@@ -1,25 +1,21 @@
-"""What a checkpoint's stored config, a config, a model or an exported graph says about its decode
-head (head type, ham settings as built from hamseg's ``ham_cfg`` or mmseg's ``ham_kwargs``,
-classes), and one line naming what two of them disagree on (docs/deploy.md). A checkpoint's
-keys and shapes are the strict load's to compare (:mod:`.checkpoint`)."""
+"""What a built decode head or an exported graph says about it (head type, ham settings as built
+from hamseg's ``ham_cfg`` or mmseg's ``ham_kwargs``, classes), and one line naming what two
+records disagree on (docs/deploy.md; a checkout's tools/lib/head_check.py records a config and a
+checkpoint's stored config this way). A checkpoint's keys and shapes are the strict load's to
+compare (:mod:`.checkpoint`)."""
 
 from __future__ import annotations
 
 import inspect
-import warnings
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from mmengine.config import Config
 from mmseg.models.decode_heads.ham_head import Matrix_Decomposition_2D_Base
 from mmseg.registry import MODELS
 from torch import nn
 
-from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.models.decompositions import MatrixDecomposition2D
 from hamseg.models.ham_light_head import ham_cfg_from_kwargs
-from hamseg.utils.errors import UsageError
 
 #: Ham settings that do not change what an evaluated (exported) model computes: training only
 #: (train_steps, grad, eta), derived from the channels (D), or chosen at evaluation and export.
@@ -27,10 +23,6 @@ NOT_COMPARED = {"D", "train_steps", "grad", "eta", "eval_steps", "eval_seed", "e
 #: Head types that are one head for these checks: mmseg's SegNeXt head and hamseg's twin, whose
 #: checkpoints are interchangeable (docs/segnext.md).
 SAME_HEAD = {"LightHamHead": "HamLightHead"}
-
-
-class HeadMismatchError(UsageError):
-    """Two records of a head disagree; the one-line message names both."""
 
 
 @dataclass(frozen=True)
@@ -81,19 +73,6 @@ def of_head(head: nn.Module, source: str, names: Optional[list] = None) -> HeadR
     return HeadRecord(type(head).__name__, settings, head.num_classes, names, source)
 
 
-def of_config(cfg: Config, source: str) -> Optional[HeadRecord]:
-    """The record of ``cfg``'s decode head, built from it (random weights); None unless it has
-    one. ``source`` names the config in messages, followed by the ham entry it has."""
-    head_cfg = cfg.get("model", {}).get("decode_head")
-    if not isinstance(head_cfg, Mapping):
-        return None
-    with warnings.catch_warnings():  # mmseg's loss builders warn about training options
-        warnings.simplefilter("ignore")
-        head = MODELS.build(head_cfg)
-    entry = next((k for k in ("ham_cfg", "ham_kwargs") if head_cfg.get(k) is not None), None)
-    return of_head(head, f"{source}'s {entry}" if entry else source)
-
-
 def _ham_text(settings: dict, keys: list[str]) -> str:
     if not settings:
         return "no ham"
@@ -122,32 +101,3 @@ def differences(a: HeadRecord, b: HeadRecord) -> Optional[tuple[str, str]]:
         i = next((i for i, (x, y) in enumerate(zip(a.names, b.names)) if x != y), 0)
         return f"class {i} {a.names[i]!r}", f"class {i} {b.names[i]!r}"
     return None
-
-
-def _stored_config(meta: Mapping) -> Optional[HeadRecord]:
-    """The record of the training config mmengine stores in a checkpoint (``meta['cfg']``);
-    None if it stores none or names a type that is not registered here."""
-    if not meta.get("cfg"):
-        return None
-    try:
-        return of_config(Config.fromstring(meta["cfg"], ".py"), "its stored config")
-    except KeyError:  # a type of another code base (the strict load compared the weights)
-        return None
-
-
-def check_checkpoint(cfg: Config, checkpoint: str, fix: str) -> None:
-    """Raise one line if the training config stored in ``checkpoint`` (its ``ham_cfg``, mmseg's
-    ``ham_kwargs`` or its head's default ham) records another decode head, ham or class count
-    than ``cfg`` (its keys and shapes are the strict load's to compare). ``fix``: what to do.
-
-    Raises:
-        HeadMismatchError: What the checkpoint says, where, and what the config says.
-    """
-    loaded = load_checkpoint_file(checkpoint)
-    stored = _stored_config(loaded.get("meta") or {} if isinstance(loaded, Mapping) else {})
-    wanted = of_config(cfg, "the config") if stored is not None else None
-    if found := wanted and differences(stored, wanted):
-        raise HeadMismatchError(
-            f"{checkpoint} was trained with decode_head {found[0]} ({stored.source}) but the "
-            f"config has {found[1]}: {fix}"
-        )

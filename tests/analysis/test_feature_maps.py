@@ -11,12 +11,13 @@ import pytest
 import torch
 
 from hamseg.apis import init_model
-from hamseg.apis.images import collect_inputs, read_image_rgb
 from hamseg.apis.inference import predict_label
+from hamseg.datasets.loading import read_image_rgb
 from hamseg.utils.errors import UsageError
 from tests.conftest import REPO
 from tests.helpers import one_thread  # noqa: F401  (fixture)
 from tools.lab.analysis.features import capture_features, pca_rgb, pick_channels, select_channels
+from tools.lib.images import collect_inputs
 
 
 def test_capture_features_hooks_the_hamburger(setup, one_thread):  # noqa: F811

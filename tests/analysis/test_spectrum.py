@@ -13,7 +13,6 @@ import pytest
 import torch
 
 from hamseg.apis import init_model
-from hamseg.apis.images import collect_inputs
 from tests.conftest import REPO
 from tests.helpers import DEMO_FCN, make_checkpoint, one_thread  # noqa: F401  (fixture)
 from tools.lab.analysis.features import (
@@ -22,6 +21,7 @@ from tools.lab.analysis.features import (
     get_module,
     write_spectrum,
 )
+from tools.lib.images import collect_inputs
 
 
 def test_cumulative_energy_known_spectra():

@@ -160,8 +160,8 @@ def test_write_splits_splits_a_flat_layout_then_validates_it(tmp_path):
 
 
 def test_write_splits_is_seeded_and_refuses_what_is_not_a_flat_layout(tmp_path):
-    from hamseg.datasets.splits import write_split_files
     from hamseg.utils.errors import UsageError
+    from tools.lib.splits import write_split_files
 
     root = write_flat_images(str(tmp_path / "data"))
     written = []

@@ -19,7 +19,6 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 
 # isort: split
 from hamseg.apis import init_model  # noqa: E402
-from hamseg.apis.images import collect_inputs  # noqa: E402
 from hamseg.apis.inference import class_info  # noqa: E402
 from hamseg.cli import CLIError, run_cli  # noqa: E402
 from tools.lab.analysis.features import (  # noqa: E402
@@ -28,6 +27,7 @@ from tools.lab.analysis.features import (  # noqa: E402
     draw_feature_maps,
     select_channels,  # noqa: E402
 )
+from tools.lib.images import collect_inputs  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,9 +19,9 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 
 # isort: split
 from hamseg.apis import init_model  # noqa: E402
-from hamseg.apis.images import collect_inputs  # noqa: E402
 from hamseg.cli import CLIError, run_cli  # noqa: E402
 from tools.lab.analysis.features import HAMBURGER, compute_spectra, write_spectrum  # noqa: E402
+from tools.lib.images import collect_inputs  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

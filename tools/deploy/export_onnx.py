@@ -39,7 +39,6 @@ from hamseg.apis.export import (  # noqa: E402
     verification_shapes,
     verify_onnx,
 )
-from hamseg.apis.head_record import check_checkpoint  # noqa: E402
 from hamseg.cli import run_cli  # noqa: E402
 from hamseg.compat.package_lookup import config_file  # noqa: E402
 from hamseg.utils.config import merge_cfg_options  # noqa: E402
@@ -53,6 +52,7 @@ from tools.deploy.precision import (  # noqa: E402
     fit,
     val_batches,
 )
+from tools.lib.head_check import check_checkpoint  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:

@@ -14,9 +14,10 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from hamseg.apis.images import draw_overlay, read_image_rgb
 from hamseg.apis.inference import predict_label
+from hamseg.datasets.loading import read_image_rgb
 from hamseg.utils.errors import UsageError
+from tools.lib.images import draw_overlay
 
 #: The block both analyses look at in a HamHead model.
 HAMBURGER = "decode_head.hamburger"

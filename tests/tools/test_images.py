@@ -1,4 +1,5 @@
-"""hamseg.apis.images: only complete images are decoded; every other file is named and refused."""
+"""tools/lib/images.py (tools/infer.py): only complete images are decoded; every other file is
+named and refused."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import cv2
 import numpy as np
 import pytest
 
-from hamseg.apis.images import collect_inputs, gather_inputs, read_image_rgb
-from hamseg.datasets.loading import InvalidSampleError
+from hamseg.datasets.loading import InvalidSampleError, read_image_rgb
+from tools.lib.images import collect_inputs, gather_inputs
 
 
 def _smooth(h: int, w: int) -> np.ndarray:

@@ -14,9 +14,8 @@ import cv2
 import numpy as np
 from torch import nn
 
+from hamseg.apis.inference import class_info, predict_label
 from hamseg.datasets.loading import InvalidSampleError, read_image_rgb
-
-from .inference import class_info, predict_label
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
 
