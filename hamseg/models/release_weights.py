@@ -1,9 +1,9 @@
 """Weights of the authors' release (Gsunshine/Enjoy-Hamburger, seg/HamNet) in mmseg's layout.
 
 The release's ImageNet ResNet-101 (deep stem, ``conv1.{0,1,3,4,6}``, ``bn1``, ``layer1..4``,
-``fc``) and its HamNet checkpoint (``{'net': ...}``: ``backbone.0/1/4..7``, ``squeeze``,
-``hamburger``, ``align``, ``fc.1``) map by prefix rules onto mmseg's ``ResNetV1c(stem_channels=
-128)`` and :class:`~hamseg.models.HamHead`; :func:`map_state_dict` checks the result is 1:1.
+``fc``) maps by prefix rules onto mmseg's ``ResNetV1c(stem_channels=128)``
+(:class:`HamResNetPretrained`, the recipes' ``init_cfg``); :func:`map_state_dict` checks that a
+mapping is 1:1 (the HamNet checkpoint's rules: tools/model_converters/release_checkpoint.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from hamseg.compat.checkpoint import load_checkpoint_file
 
 __all__ = [
     "IMAGENET_RESNET_RULES",
-    "RELEASE_HAMNET_RULES",
     "HamResNetPretrained",
     "WeightMappingError",
     "load_torch_file",
@@ -45,21 +44,6 @@ IMAGENET_RESNET_RULES: tuple[tuple[str, str], ...] = (
 )
 #: Source prefixes of the ImageNet file that a segmentation backbone does not use.
 IMAGENET_RESNET_DROP: tuple[str, ...] = ("fc.",)
-
-#: (source prefix, target prefix): the HamNet checkpoint -> ``EncoderDecoder(ResNetV1c, HamHead)``
-#: (the release's ``backbone`` is ``Sequential(conv1, bn1, relu, maxpool, layer1..4)``).
-RELEASE_HAMNET_RULES: tuple[tuple[str, str], ...] = (
-    ("backbone.0.", "backbone.stem."),
-    ("backbone.1.", "backbone.stem.7."),
-    ("backbone.4.", "backbone.layer1."),
-    ("backbone.5.", "backbone.layer2."),
-    ("backbone.6.", "backbone.layer3."),
-    ("backbone.7.", "backbone.layer4."),
-    ("squeeze.", "decode_head.squeeze."),
-    ("hamburger.", "decode_head.hamburger."),
-    ("align.", "decode_head.align."),
-    ("fc.1.", "decode_head.conv_seg."),
-)
 
 #: Wrapper keys under which checkpoints commonly store their state dict.
 _WRAPPER_KEYS = ("net", "state_dict", "model")

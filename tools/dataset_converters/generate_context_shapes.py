@@ -17,8 +17,8 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 import hamseg  # noqa: E402,F401  (adapts the stack; before anything imports mmseg)
 
 # isort: split
-from hamseg.cli.generate import generate_main  # noqa: E402
 from hamseg.datasets.context_shapes import PALETTE, ContextShapesConfig, generate_context_shapes  # noqa: E402
+from tools.dataset_converters.generator_cli import generate_main  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

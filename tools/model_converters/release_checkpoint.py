@@ -1,10 +1,9 @@
 """The authors' released HamNet checkpoint as an mmseg checkpoint for configs/ham_voc.py.
 
 The release (Gsunshine/Enjoy-Hamburger, seg/HamNet; VOC test 85.94 mIoU) saves
-``{'net': state_dict, ...}``; its names are mapped with
-:data:`~hamseg.models.release_weights.RELEASE_HAMNET_RULES`, checked 1:1 against the target
-model and loaded with ``strict=True``. The file is read with ``weights_only=True``. What
-tools/convert_release_checkpoint.py runs.
+``{'net': state_dict, ...}``; its names are mapped with :data:`RELEASE_HAMNET_RULES`, checked 1:1
+against the target model and loaded with ``strict=True``. The file is read with
+``weights_only=True``. What tools/convert_release_checkpoint.py runs.
 """
 
 from __future__ import annotations
@@ -22,7 +21,22 @@ from mmseg.registry import MODELS
 from torch import Tensor, nn
 
 from hamseg.compat.checkpoint import load_checkpoint_file
-from hamseg.models.release_weights import RELEASE_HAMNET_RULES, WeightMappingError, map_state_dict
+from hamseg.models.release_weights import WeightMappingError, map_state_dict
+
+#: (source prefix, target prefix): the HamNet checkpoint -> ``EncoderDecoder(ResNetV1c, HamHead)``
+#: (the release's ``backbone`` is ``Sequential(conv1, bn1, relu, maxpool, layer1..4)``).
+RELEASE_HAMNET_RULES: tuple[tuple[str, str], ...] = (
+    ("backbone.0.", "backbone.stem."),
+    ("backbone.1.", "backbone.stem.7."),
+    ("backbone.4.", "backbone.layer1."),
+    ("backbone.5.", "backbone.layer2."),
+    ("backbone.6.", "backbone.layer3."),
+    ("backbone.7.", "backbone.layer4."),
+    ("squeeze.", "decode_head.squeeze."),
+    ("hamburger.", "decode_head.hamburger."),
+    ("align.", "decode_head.align."),
+    ("fc.1.", "decode_head.conv_seg."),
+)
 
 
 def build_target_model(config: str) -> nn.Module:

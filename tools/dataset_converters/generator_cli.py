@@ -1,12 +1,38 @@
-"""The command line of the demo tasks' generators (tools/dataset_converters/generate_*.py)."""
+"""The command line of the demo tasks' generators (tools/dataset_converters/generate_*.py) and
+their ``--preview`` montage."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import os.path as osp
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
-from hamseg.datasets.generated import write_preview
+import cv2
+import numpy as np
+
+
+def write_preview(out_dir: str, path: str, count: int, palette: list[list[int]]) -> None:
+    """A PNG montage: the first ``count`` training images of ``out_dir`` above their label maps
+    in the colours of ``palette``."""
+    colours = np.asarray(palette, np.uint8)
+    tops = []
+    bottoms = []
+    for i in range(count):
+        name = f"{i:06d}.png"
+        img = cv2.imread(osp.join(out_dir, "img_dir", "train", name), cv2.IMREAD_COLOR)
+        if img is None:
+            break
+        label = cv2.imread(osp.join(out_dir, "ann_dir", "train", name), cv2.IMREAD_UNCHANGED)
+        gap = np.full((img.shape[0], 4, 3), 255, np.uint8)
+        tops += [img, gap]
+        bottoms += [np.ascontiguousarray(colours[label][:, :, ::-1]), gap]
+    top = np.concatenate(tops[:-1], 1)
+    bottom = np.concatenate(bottoms[:-1], 1)
+    sep = np.full((4, top.shape[1], 3), 255, np.uint8)
+    os.makedirs(osp.dirname(osp.abspath(path)), exist_ok=True)
+    cv2.imwrite(path, np.concatenate([top, sep, bottom], 0))
 
 
 def generate_main(
