@@ -17,9 +17,11 @@ model that cannot export deterministically or a refused graph. docs/deploy.md.
 from __future__ import annotations
 
 import argparse
+import os
 import os.path as osp
 import sys
 import tempfile
+from collections.abc import Sequence
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 
@@ -30,13 +32,12 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 # isort: split
 from hamseg.apis import init_model  # noqa: E402
 from hamseg.apis.export import (  # noqa: E402
-    VerificationFailed,
+    TOLERANCE,
+    Verification,
     check_export_options,
     export_onnx,
     opset_range,
-    reject_failed,
     require_deploy,
-    verification_shapes,
     verify_onnx,
 )
 from hamseg.cli import run_cli  # noqa: E402
@@ -53,6 +54,30 @@ from tools.deploy.precision import (  # noqa: E402
     val_batches,
 )
 from tools.lib.head_check import check_checkpoint  # noqa: E402
+
+
+class VerificationFailed(Exception):
+    """ONNX Runtime's logits differ from PyTorch's; the file was removed (exit code 1)."""
+
+
+def verification_shapes(shape: Sequence[int], dynamic: bool) -> list[tuple[int, int, int, int]]:
+    """The inputs :func:`verify_onnx` checks: one of the export's size; with ``dynamic`` also a
+    batch of 2 at a second size."""
+    h, w = shape
+    return [(1, 3, h, w)] + [(2, 3, h + 32, w - 16 if w > 48 else w + 16)] * dynamic
+
+
+def reject_failed(checks: Sequence[Verification], path: str) -> None:
+    """Remove ``path`` and raise :class:`VerificationFailed` if a check failed."""
+    if failed := [c for c in checks if not c.ok]:
+        os.remove(path)
+        worst = max(failed, key=lambda c: c.max_rel)
+        raise VerificationFailed(
+            f"{path}: ONNX Runtime's logits differ from PyTorch's by relative {worst.max_rel:.3g}"
+            f" (> {TOLERANCE:g}; argmax agreement {100 * worst.argmax_agreement:.3f}% at "
+            f"{'x'.join(map(str, worst.shape))}); the file was removed. Export at another "
+            "--opset, or report the config: the graph computes something else"
+        )
 
 
 def parse_args() -> argparse.Namespace:
