@@ -77,7 +77,8 @@ def head_config(
     config: str, data_config: Optional[str] = None, data_root: Optional[str] = None
 ) -> Config:
     """The head ``config`` on the data of ``data_config`` (its :data:`DATA_KEYS`, data
-    preprocessor and class count), the loaders' root ``data_root``.
+    preprocessor, class count and ``custom_imports``, after the head config's own), the
+    loaders' root ``data_root``.
 
     Both may be files or packaged names (``hamseg::demo/...``, ``mmseg::...``).
 
@@ -102,6 +103,10 @@ def head_config(
         cfg.model.decode_head.num_classes = num or len(dataset_classes(train))
         if "data_preprocessor" in model:
             cfg.model.data_preprocessor = model.data_preprocessor
+        imports = [cfg.get("custom_imports", {}), data.get("custom_imports", {})]
+        imports = list(dict.fromkeys(m for i in imports for m in i.get("imports", [])))
+        if imports:  # e.g. the module that registers the data config's dataset class
+            cfg.custom_imports = dict(imports=imports, allow_failed_imports=False)
     for loader in LOADERS if data_root else ():
         cfg[loader].dataset.data_root = data_root
     return cfg

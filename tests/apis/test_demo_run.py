@@ -11,7 +11,7 @@ import sys
 
 from mmengine.config import Config
 
-from hamseg.apis.demo import set_schedule_length
+from hamseg.apis.demo import head_config, set_schedule_length
 from hamseg.datasets.context_shapes import ContextShapesConfig, is_generated
 from tests.conftest import REPO
 from tests.helpers import DEMO_NMF
@@ -28,6 +28,17 @@ def test_set_schedule_length_rescales_schedulers():
     cfg = Config.fromfile(DEMO_NMF)
     set_schedule_length(cfg, old)
     assert cfg.param_scheduler[0]["end"] == 20 and cfg.param_scheduler[1]["end"] == old
+
+
+def test_head_config_takes_the_data_configs_imports_after_its_own(tmp_path):
+    data = tmp_path / "my_data.py"
+    data.write_text(
+        f"_base_ = [{osp.join(REPO, 'configs', '_base_', 'datasets', 'context_shapes.py')!r}]\n"
+        "custom_imports = dict(imports=['colorsys', 'hamseg'])\n"
+    )
+    cfg = head_config(DEMO_NMF, str(data))
+    assert cfg.custom_imports == dict(imports=["hamseg", "colorsys"], allow_failed_imports=False)
+    assert head_config(DEMO_NMF).custom_imports.imports == ["hamseg"]  # without a data config
 
 
 def test_short_demo_run_end_to_end(tmp_path):

@@ -8,7 +8,7 @@ decide the class: the player must be related to the flag that shares its room's 
 not separate heads: given 2000 iterations the local FCN solves it as well as the context heads
 (docs/demo.md). A lab task of the demo head comparison (:mod:`~tools.lab.analysis.head_comparison`,
 ``python tools/compare_demo_heads.py --task rooms``); configs load it through
-``custom_imports`` (configs/_base_/datasets/context_rooms.py). docs/demo.md.
+``custom_imports`` (tools/lab/configs/context_rooms.py). docs/demo.md.
 """
 
 from __future__ import annotations

@@ -97,9 +97,8 @@ HEADS: dict[str, Head] = {
 class Task:
     """A generated demo task: its ``label``, default ``data_root``, dataset config (None: the
     demo configs' own, Context Shapes) and generator (module with ``is_generated`` and a
-    ``generate_*`` function); a generator outside hamseg (the lab's) registers the task's
-    dataset, so every run's config imports it (``custom_imports``, after the head config's
-    own)."""
+    ``generate_*`` function); the dataset config of a task whose code is outside hamseg (the
+    lab's) imports it (``custom_imports``), and every run's config keeps that import."""
 
     label: str
     data_root: str
@@ -169,18 +168,13 @@ def run_config(
 ) -> Config:
     """The whole config of one run: ``head`` on the task's data (or ``data_config``'s,
     :func:`hamseg.apis.demo.head_config`), its options, then ``cfg_options``, the protocol's
-    ham settings, the imports of the head's config and of a lab task's dataset, the schedule
-    and a validation every ``curve_interval`` iterations."""
+    ham settings, the schedule and a validation every ``curve_interval`` iterations. The head's
+    and the data config's ``custom_imports`` (a lab head's or a lab task's code) come with
+    :func:`hamseg.apis.demo.head_config`."""
     cfg = head_config(head.config, data_config or task.data_config, data_root)
     cfg.merge_from_dict({**head.options, **(cfg_options or {})})
     if head.kind == "ham":
         cfg.model.decode_head.ham_cfg.update(PROTOCOLS[protocol])
-    imports = list(cfg.get("custom_imports", {}).get("imports", []))  # a lab head's code
-    if not task.generator.__name__.startswith("hamseg."):  # the run's process registers it
-        imports.append(task.generator.__name__)
-    if imports:
-        imports = list(dict.fromkeys(imports))
-        cfg.custom_imports = dict(imports=imports, allow_failed_imports=False)
     if max_iters is not None:
         set_schedule_length(cfg, max_iters)
     end = cfg.train_cfg.max_iters
