@@ -28,8 +28,8 @@ model = dict(decode_head=dict(num_classes=num_classes))
 # an image/label size mismatch stop with one line naming the file. The label loader takes the
 # decode head's class count (hamseg's tools fill it in), so a child config changes the class
 # count in the head and the datasets' metainfo alone (*_custom-classes.py).
-load_image = dict(type="CheckedLoadImageFromFile")
-load_labels = dict(type="CheckedLoadAnnotations")
+load_image = dict(type="LoadImageFromFile")
+load_labels = dict(type="LoadAnnotations")
 train_pipeline = [
     load_image,
     load_labels,

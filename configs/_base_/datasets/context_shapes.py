@@ -6,19 +6,19 @@
 dataset_type = "ContextShapesDataset"
 data_root = "data/context_shapes"
 train_pipeline = [
-    dict(type="CheckedLoadImageFromFile"),
-    dict(type="CheckedLoadAnnotations", num_classes=7),
+    dict(type="LoadImageFromFile"),
+    dict(type="LoadAnnotations"),
     dict(type="RandomFlip", prob=0.5, direction=["horizontal", "vertical"]),
     dict(type="PackSegInputs"),
 ]
 test_pipeline = [
-    dict(type="CheckedLoadImageFromFile"),
-    dict(type="CheckedLoadAnnotations", num_classes=7),
+    dict(type="LoadImageFromFile"),
+    dict(type="LoadAnnotations"),
     dict(type="PackSegInputs"),
 ]
 # tools/test.py --tta: scales 0.75, 1.0, 1.25 x {no flip, flip}, merged by mmseg's SegTTAModel.
 tta_pipeline = [
-    dict(type="CheckedLoadImageFromFile"),
+    dict(type="LoadImageFromFile"),
     dict(
         type="TestTimeAug",
         transforms=[
@@ -27,7 +27,7 @@ tta_pipeline = [
                 dict(type="RandomFlip", prob=0.0, direction="horizontal"),
                 dict(type="RandomFlip", prob=1.0, direction="horizontal"),
             ],
-            [dict(type="CheckedLoadAnnotations", num_classes=7)],
+            [dict(type="LoadAnnotations")],
             [dict(type="PackSegInputs")],
         ],
     ),

