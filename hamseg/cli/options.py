@@ -22,6 +22,8 @@ from .common import notice
 
 #: Keys hamseg's own rules read whether or not the config defines them.
 OWN_RULES = ("data_root", "max_iters")
+#: Top-level keys mmengine's Runner reads besides its arguments.
+_RUNNER_KEYS = {"compile", "model_wrapper_cfg", "runner_type", "activation_checkpointing"}
 #: What builds a dict without ``type`` at these top-level keys.
 _DEFAULT_TYPES = {f"{s}_dataloader": torch.utils.data.DataLoader for s in SPLITS}
 _DEFAULT_TYPES["optim_wrapper"] = "OptimWrapper"
@@ -74,13 +76,19 @@ def check_key(cfg: Config, key: str) -> None:
                 node = node[part]
                 continue
             kind = node.get("type", _DEFAULT_TYPES.get(parts[0]) if i == 1 else None)
-            known, accepted = list(node), accepted_keys(kind if i else Runner)
+            known, accepted = (
+                list(node),
+                accepted_keys(kind) if i else accepted_keys(Runner) | _RUNNER_KEYS,
+            )
         else:
             return  # inside a value: mmengine's merge decides
         if accepted is None or part in accepted:
             return
-        candidates = known + sorted(accepted) + (list(OWN_RULES) if i == 0 else [])
-        near = difflib.get_close_matches(part, candidates, n=1)
+        defined = known + (list(OWN_RULES) if i == 0 else [])
+        near = difflib.get_close_matches(part, defined, n=1) or difflib.get_close_matches(
+            part, sorted(accepted), n=1
+        )
+        near = known[-1:] if isinstance(node, (list, tuple)) else near  # the last index
         hint = f"did you mean {'.'.join([*parts[:i], near[0]])}? " if near else ""
         where = f" in {'.'.join(parts[:i])}" if i else ""
         name = osp.basename(cfg.filename or "the config")
