@@ -89,3 +89,25 @@ def run_tool_here(
         code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+TRAIN = osp.join(REPO, "tools", "train.py")
+TEST = osp.join(REPO, "tools", "test.py")
+
+
+def data_options(root: str) -> list[str]:
+    """--cfg-options that point every dataloader of the tiny configs at ``root``."""
+    return [f"{split}_dataloader.dataset.data_root={root}" for split in ("train", "val", "test")]
+
+
+def run_tool(args: list[str], env: dict | None = None, **kwargs):
+    """``python *args`` from the repository root in a subprocess (one thread, this checkout's
+    hamseg, no ``SLURM_*``): the CompletedProcess."""
+    import subprocess
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env = dict(base, OMP_NUM_THREADS="1", PYTHONPATH=REPO, **(env or {}))
+    kwargs.setdefault("timeout", 600)
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, env=env, cwd=REPO, **kwargs
+    )

@@ -1,122 +1,108 @@
-"""hamseg's subpackages form layers that only point down (docs: hamseg/__init__.py), and the
-library never imports a checkout's ``tools`` (its lab and report code, tools/lab/).
-
-Every ``import`` and ``from ... import`` of every module, at module level and inside functions,
-is read with ``ast``; an import of a hamseg subpackage higher in :data:`LAYERS` than the
-importing module's own, or of ``tools``, fails the test, naming the file and line.
-"""
+"""Imports point down: hamseg's layers (utils < compat < models < datasets < evaluation < engine <
+apis < cli), scripts that are scripts (tools/ imports hamseg and upstream packages only: no
+``tools.*``, no ``sys.path`` edits, no ``# noqa: E402``), nothing in hamseg/ or tools/ imports
+``projects``, and a project under projects/ imports hamseg's public modules only (no other
+project, no tools). Every import, at module level and inside functions, is read with ``ast``;
+failures name file:line."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "hamseg"
-#: Bottom to top. A module may import from its own subpackage and from lower ones only.
-LAYERS = (
-    "utils",
-    "compat",
-    "models",
-    "datasets",
-    "evaluation",
-    "engine",
-    "apis",
-    "cli",
-)
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS = ("utils", "compat", "models", "datasets", "evaluation", "engine", "apis", "cli")
 
 
-def imported_modules(path: Path, root: Path) -> list[tuple[int, str]]:
-    """``(line, absolute module name)`` of every import in the file, relative ones resolved."""
-    package = list(path.relative_to(root).parts[:-1])  # the module's package, e.g. hamseg.cli
+def imports(path: Path, root: Path) -> list[tuple[int, str]]:
+    """``(line, absolute module)`` of every import in a file, relative ones resolved; ``from
+    hamseg import engine`` also names ``hamseg.engine``."""
+    package = list(path.relative_to(root).parts[:-1])
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: len(package) - node.level + 1]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
             found.append((node.lineno, module))
-            # `from hamseg import engine` names a subpackage through its alias
-            if module == "hamseg":
-                found += [(node.lineno, f"hamseg.{alias.name}") for alias in node.names]
+            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
     return found
 
 
 def layer_of(module: str) -> str | None:
     parts = module.split(".")
-    if parts[0] != "hamseg" or len(parts) < 2 or parts[1] not in LAYERS:
-        return None
-    return parts[1]
+    return parts[1] if parts[0] == "hamseg" and len(parts) > 1 and parts[1] in LAYERS else None
 
 
-def upward_imports(package: Path = PACKAGE) -> list[str]:
-    """``file:line: layer imports module`` for every import of a higher layer."""
-    problems = []
-    for path in sorted(package.rglob("*.py")):
-        name = path.relative_to(package.parent)
-        own = layer_of(".".join(name.with_suffix("").parts))
-        if own is None:  # hamseg/__init__.py and version.py sit above/beside the layers
-            continue
-        for line, module in imported_modules(path, package.parent):
-            target = layer_of(module)
-            if target is not None and LAYERS.index(target) > LAYERS.index(own):
-                problems.append(f"{name}:{line}: {own} imports {module}")
-    return problems
-
-
-def checkout_imports(package: Path = PACKAGE) -> list[str]:
-    """``file:line: imports module`` for every import of the checkout's ``tools`` package (the
-    tools that ``hamseg/.mim`` carries are data, not modules of the package)."""
-    problems = []
-    for path in sorted(package.rglob("*.py")):
-        name = path.relative_to(package.parent)
+def problems(root: Path = ROOT) -> list[str]:
+    """``file:line: what`` for every import that points the wrong way."""
+    found = []
+    for path in sorted(root.glob("hamseg/**/*.py")) + sorted(root.glob("tools/**/*.py")):
+        name = path.relative_to(root)
         if ".mim" in name.parts:
             continue
-        for line, module in imported_modules(path, package.parent):
-            if module.split(".")[0] == "tools":
-                problems.append(f"{name}:{line}: imports {module}")
-    return problems
+        own = layer_of(".".join(name.with_suffix("").parts))
+        for line, module in imports(path, root):
+            top, target = module.split(".")[0], layer_of(module)
+            if top in ("tools", "projects"):
+                found.append(f"{name}:{line}: imports {module}")
+            elif own and target and LAYERS.index(target) > LAYERS.index(own):
+                found.append(f"{name}:{line}: {own} imports {module}")
+        if name.parts[0] == "tools":
+            for line, text in enumerate(path.read_text().splitlines(), 1):
+                if "sys.path" in text or "noqa: E402" in text:
+                    found.append(f"{name}:{line}: {text.strip()}")
+    for path in sorted(root.glob("projects/*/**/*.py")):
+        name = path.relative_to(root)
+        for line, module in imports(path, root):
+            parts = module.split(".")
+            other = parts[0] == "projects" and parts[1:2] != [name.parts[1]]
+            private = parts[0] == "hamseg" and any(p.startswith("_") for p in parts[1:])
+            if parts[0] == "tools" or other or private:
+                found.append(f"{name}:{line}: imports {module}")
+    return found
 
 
 def test_every_subpackage_is_a_declared_layer():
-    found = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    found = {p.name for p in (ROOT / "hamseg").iterdir() if (p / "__init__.py").exists()}
     assert found == set(LAYERS), found ^ set(LAYERS)
 
 
-def test_no_module_imports_a_higher_layer():
-    assert upward_imports() == []
+def test_the_library_imports_point_down():
+    assert [p for p in problems() if p.startswith("hamseg")] == []
 
 
-def test_no_module_imports_the_checkouts_tools():
-    assert checkout_imports() == []
+def test_scripts_are_scripts_and_projects_use_the_public_library():
+    assert [p for p in problems() if not p.startswith("hamseg")] == []
 
 
-def test_the_check_sees_imports_of_tools_inside_functions(tmp_path):
-    fake = tmp_path / "hamseg"
-    (fake / "apis").mkdir(parents=True)
-    (fake / "apis" / "__init__.py").write_text("import tools.lab\n")
-    (fake / "apis" / "demo.py").write_text(
-        "def f():\n    from tools.lab.analysis import head_stats\n    from toolsmith import x\n"
-    )
-    assert checkout_imports(fake) == [
-        "hamseg/apis/__init__.py:1: imports tools.lab",
-        "hamseg/apis/demo.py:2: imports tools.lab.analysis",
-    ]
-
-
-def test_the_check_sees_upward_imports_inside_functions_and_relative_ones(tmp_path):
-    fake = tmp_path / "hamseg"
-    for layer, text in [
-        ("utils", "def f():\n    from hamseg.cli import run_cli\n"),
-        ("models", "from ..engine import amp\nfrom ..utils import late\n"),
-        ("cli", "from ..utils import late\nfrom hamseg import models\n"),
-    ]:
-        (fake / layer).mkdir(parents=True)
-        (fake / layer / "__init__.py").write_text(text)
-    assert upward_imports(fake) == [
-        "hamseg/models/__init__.py:1: models imports hamseg.engine",
-        "hamseg/utils/__init__.py:2: utils imports hamseg.cli",
+def test_the_check_sees_every_kind_of_wrong_import(tmp_path):
+    files = {
+        "hamseg/utils/a.py": "def f():\n    from hamseg.cli import run_cli\n",
+        "hamseg/models/b.py": "from ..engine import amp\nfrom ..utils import late\n",
+        "hamseg/cli/c.py": "from hamseg import models\nimport projects.context_lab\n",
+        "tools/t.py": "import sys\nsys.path.insert(0, '.')\n"
+        "from tools.lib import x  # noqa: E402\n",
+        "projects/lab/m.py": "import hamseg.models\nfrom projects.other import y\nimport tools\n",
+        "projects/lab/n.py": "from hamseg.engine._private import z\nfrom projects.lab import m\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert problems(tmp_path) == [
+        "hamseg/cli/c.py:2: imports projects.context_lab",
+        "hamseg/models/b.py:1: models imports hamseg.engine",
+        "hamseg/models/b.py:1: models imports hamseg.engine.amp",
+        "hamseg/utils/a.py:2: utils imports hamseg.cli",
+        "hamseg/utils/a.py:2: utils imports hamseg.cli.run_cli",
+        "tools/t.py:3: imports tools.lib",
+        "tools/t.py:3: imports tools.lib.x",
+        "tools/t.py:2: sys.path.insert(0, '.')",
+        "tools/t.py:3: from tools.lib import x  # noqa: E402",
+        "projects/lab/m.py:2: imports projects.other",
+        "projects/lab/m.py:2: imports projects.other.y",
+        "projects/lab/m.py:3: imports tools",
+        "projects/lab/n.py:1: imports hamseg.engine._private",
+        "projects/lab/n.py:1: imports hamseg.engine._private.z",
     ]

@@ -1,53 +1,49 @@
-"""Test (and evaluate) a segmentor with hamseg: mmseg 1.x's command line.
+"""Test (and evaluate) a segmentor: mmseg 1.2.2's tools/test.py with hamseg's additions.
 
-Examples:
-    python tools/test.py configs/ham_voc.py WORK_DIR/iter_60000.pth   # WORK_DIR: the config's
-    python tools/test.py configs/ham_voc.py ckpt.pth --tta            # multi-scale + flip
-    python tools/test.py configs/ham_voc.py ckpt.pth --show-dir vis   # ground truth | prediction
+hamseg adds: the checkpoint checked against the model (another class count stops in one line),
+every sample scanned before testing, ``--show-dir`` painting every rank's images (ground truth |
+prediction), ``--out`` created on every rank, ``--cfg-options`` keys checked. docs/usage.md.
+
+    python tools/test.py configs/ham_voc.py CKPT [--tta] [--out DIR] [--show-dir DIR]
 """
 
 import argparse
+import os
 import os.path as osp
-import sys
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))  # run from a checkout
+from mmengine.config import DictAction
+from mmengine.logging import print_log
+from mmengine.runner import Runner
 
-import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mmseg is used)
-
-# isort: split
-from mmengine.config import DictAction  # noqa: E402
-from mmengine.logging import print_log  # noqa: E402
-from mmengine.runner import Runner  # noqa: E402
-
-from hamseg.apis.checkpoint import check_checkpoint_file  # noqa: E402
-from hamseg.cli import LAUNCHERS, CLIError, build_config, run_cli  # noqa: E402
-from hamseg.cli.preflight import naming_validate_dataset, scan_data  # noqa: E402
-from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
-from hamseg.engine.tta import use_tta  # noqa: E402
-from hamseg.utils.errors import require_file  # noqa: E402
+import hamseg  # noqa: F401  (adapts the stack and registers hamseg before mmseg is used)
+from hamseg.apis.checkpoint import check_checkpoint_file
+from hamseg.cli import LAUNCHERS, CLIError, build_config, log_notices, run_cli
+from hamseg.cli.preflight import naming_validate_dataset, scan_data
+from hamseg.datasets.checks import check_dataset_paths
+from hamseg.engine.tta import use_tta
+from hamseg.utils.errors import require_file
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Test (and evaluate) a segmentor")
+    parser = argparse.ArgumentParser(description="MMSeg test (and eval) a model")
     parser.add_argument("config", help="test config file path")
     parser.add_argument("checkpoint", help="checkpoint file")
     parser.add_argument("--work-dir", help="where evaluation results are written as json")
     parser.add_argument("--out", help="directory to save output predictions (PNG)")
     parser.add_argument("--show", action="store_true", help="show prediction results")
     parser.add_argument(
-        "--show-dir",
-        help="paint every test image, every rank's (ground truth | prediction, over the image) "
-        "into SHOW_DIR/vis_data/vis_image",
+        "--show-dir", help="paint every rank's test images into SHOW_DIR/vis_data/vis_image"
     )
-    parser.add_argument("--wait-time", type=float, default=2, help="interval of --show (s)")
-    parser.add_argument("--tta", action="store_true", help="test-time augmentation (config's)")
+    parser.add_argument("--wait-time", type=float, default=2, help="the interval of show (s)")
     parser.add_argument(
-        "--cfg-options", nargs="+", action=DictAction, help="override config keys: key=value"
-    )
-    parser.add_argument(
-        "--skip-data-check", action="store_true", help="no scan of every sample before testing"
+        "--cfg-options",
+        nargs="+",
+        action=DictAction,
+        help="override config keys: key=value (a key the config lacks: +key=value)",
     )
     parser.add_argument("--launcher", choices=LAUNCHERS, default="none", help="job launcher")
+    parser.add_argument("--tta", action="store_true", help="test time augmentation")
+    parser.add_argument("--skip-data-check", action="store_true", help="no scan of the samples")
     parser.add_argument("--local_rank", "--local-rank", type=int, default=0)
     return parser.parse_args()
 
@@ -64,7 +60,7 @@ def main() -> None:
         hook.update(draw=True, interval=1)  # every image, not every 10th
         if hook.get("type") in ("SegVisualizationHook", "mmseg.SegVisualizationHook"):
             hook["type"] = "mmseg.EveryRankVisualizationHook"  # mmseg's paints rank 0's only
-        cfg.visualizer.setdefault("alpha", 0.5)  # the image shows through every class colour
+        cfg.visualizer.setdefault("alpha", 0.5)
         if args.show:
             hook.update(show=True, wait_time=args.wait_time)
         if args.show_dir:
@@ -74,18 +70,18 @@ def main() -> None:
     if args.out is not None:
         cfg.test_evaluator["output_dir"] = args.out
         cfg.test_evaluator["keep_results"] = True
+        os.makedirs(args.out, exist_ok=True)  # mmseg's IoUMetric makes it on rank 0 only
     check_dataset_paths(cfg, splits=("test",))
     if not args.skip_data_check:
         scan_data(cfg, ("test",), args.config)
     runner = Runner.from_cfg(cfg)
+    log_notices()
     check_checkpoint_file(runner.model, checkpoint)  # strict: another class count stops here
     with naming_validate_dataset(args.config):
         runner.test()
     if args.show_dir:  # mmengine Visualizer: <save_dir>/vis_data, LocalVisBackend: vis_image
         where = osp.join(args.show_dir, "vis_data", "vis_image")
-        print_log(
-            f"--show-dir: painted images (ground truth | prediction) written to {where}", "current"
-        )
+        print_log(f"--show-dir: painted images (ground truth | prediction) in {where}", "current")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,5 @@
-"""What the tools share: the config with its overrides and launcher, ``--amp``, the guard hooks, and
-:func:`run_cli`, the one place where a library error becomes one line on stderr and exit code 2.
-"""
+"""What the tools share: the config with its overrides and launcher, ``--amp``, the guard hooks,
+hamseg's notices, and :func:`run_cli`, where a user's error becomes one line and exit code 2."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ import os
 import os.path as osp
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -20,8 +19,6 @@ from mmengine.hooks import CheckpointHook
 from mmengine.logging import print_log
 from mmseg.registry import HOOKS
 
-from hamseg.compat.checkpoint import CorruptCheckpointError, UnsafeCheckpointError
-from hamseg.compat.config_variables import apply_config_variables
 from hamseg.compat.package_lookup import config_file
 from hamseg.datasets.checks import ClassCountError
 from hamseg.datasets.loading import InvalidSampleError
@@ -29,20 +26,15 @@ from hamseg.engine import TrainingStopped, setup_cpu_distributed
 from hamseg.engine.launcher import watch_launcher
 from hamseg.engine.preemption import ignore_signals_until_exit
 from hamseg.engine.stop import leave_process_group
-from hamseg.utils.config import merge_cfg_options
-from hamseg.utils.errors import UsageError
+from hamseg.utils.errors import CorruptCheckpointError, UnsafeCheckpointError, UsageError
 from hamseg.utils.messages import one_line
 
-#: The guards tools/train.py adds to every training config (hamseg.engine), in this order.
-GUARD_HOOKS = ("PreemptionHook", "NonFiniteLossHook", "RandomStateHook")
-#: mmengine's InfiniteSampler under the names a config may give it.
-_INFINITE = ("InfiniteSampler", "mmengine.InfiniteSampler", InfiniteSampler)
 #: ``--launcher`` choices, as in mmseg's tools.
 LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
-#: What OpenMPI's mpirun sets in every process; mmengine's mpi launcher reads them.
+#: The guards tools/train.py adds to every training config (hamseg.engine), in this order.
+GUARD_HOOKS = ("PreemptionHook", "NonFiniteLossHook", "RandomStateHook")
 _OMPI = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK")
-#: Per launcher: what its processes need in their environment, and how to start them (TOOL: the
-#: running script).
+#: Per launcher: the variables its starter sets, and how to start the processes (TOOL: the script).
 _LAUNCH = {
     "mpi": (
         (*_OMPI, "MASTER_ADDR"),
@@ -56,26 +48,27 @@ _LAUNCH = {
         "--launcher slurm (or tools/slurm_train.sh, tools/slurm_test.sh)",
     ),
 }
+#: hamseg's notices of this run, repeated by :func:`log_notices` after mmengine's config dump.
+NOTICES: list[str] = []
 
 
 class CLIError(UsageError):
     """A bad command line: printed as one line, exit code 2, no traceback."""
 
 
-def _check_launch_env(launcher: str) -> None:
-    """One line naming the variables the launcher's starter (mpirun, srun) should have set; for
-    mpi, torch's rendezvous variables from OpenMPI's."""
-    names, how = _LAUNCH[launcher]
-    missing = [name for name in names if name not in os.environ]
-    if missing:
-        tool = "tools/" + osp.basename(sys.argv[0] or "train.py")
-        raise CLIError(
-            f"--launcher {launcher}: {', '.join(missing)} not set. " + how.replace("TOOL", tool)
-        )
-    if launcher == "mpi":
-        for name, value in zip(("RANK", "WORLD_SIZE", "LOCAL_RANK"), _OMPI):
-            os.environ.setdefault(name, os.environ[value])
-        os.environ.setdefault("MASTER_PORT", "29500")
+def notice(message: str, level: int = logging.INFO) -> str:
+    """Log one of hamseg's one-line notices now, and again in :func:`log_notices`."""
+    print_log(message, "current", level)
+    NOTICES.append(message)
+    return message
+
+
+def log_notices() -> None:
+    """hamseg's notices so far as one block (called after the Runner's config dump)."""
+    if NOTICES:
+        lines = "".join(f"\n    hamseg: {line}" for line in NOTICES)
+        print_log(f"hamseg's notices of this run, again after the config:{lines}", "current")
+        NOTICES.clear()
 
 
 def build_config(
@@ -85,65 +78,50 @@ def build_config(
     launcher: str = "none",
     local_rank: int = 0,
 ) -> Config:
-    """Load a config as mmseg's tools do and prepare the launcher.
+    """Load a config as mmseg's tools do (also ``hamseg::``/``mmseg::`` names), merge
+    ``--cfg-options`` (:func:`hamseg.cli.options.merge_cfg_options`), set ``work_dir`` (default
+    ``./work_dirs/<config name>``), check the launcher's environment and set up a CPU group."""
+    from .options import merge_cfg_options
 
-    Args:
-        config: A config file or a packaged name (``hamseg::demo/x.py``, ``mmseg::fcn/x.py``).
-        cfg_options: ``--cfg-options`` overrides (``data_root=PATH`` moves every dataset; a
-            top-level variable such as ``seg_map_suffix`` acts as if edited in the file).
-        work_dir: ``--work-dir``; default ``./work_dirs/<config name>``.
-        launcher: One of :data:`LAUNCHERS`. On CPU machines a gloo group is set up here.
-        local_rank: ``--local-rank``: becomes ``LOCAL_RANK`` unless the launcher set it (mmseg's
-            rule for ``torch.distributed.launch`` without ``--use-env``).
-    """
     path = config_file(config)
     cfg = Config.fromfile(path)
     cfg.launcher = launcher
     if cfg_options:
-        apply_config_variables(cfg, cfg_options)  # seg_map_suffix=...: as if edited in the file
         merge_cfg_options(cfg, cfg_options)
     if work_dir is not None:
         cfg.work_dir = work_dir
     elif cfg.get("work_dir") is None:
         cfg.work_dir = osp.join("./work_dirs", osp.splitext(osp.basename(path))[0])
     if launcher in _LAUNCH:
-        _check_launch_env(launcher)
-    os.environ.setdefault("LOCAL_RANK", str(local_rank))
+        names, how = _LAUNCH[launcher]
+        missing = [name for name in names if name not in os.environ]
+        if missing:
+            tool = "tools/" + osp.basename(sys.argv[0] or "train.py")
+            how = how.replace("TOOL", tool)
+            raise CLIError(f"--launcher {launcher}: {', '.join(missing)} not set. {how}")
+    if launcher == "mpi":  # torch's rendezvous variables from OpenMPI's
+        for name, value in zip(("RANK", "WORLD_SIZE", "LOCAL_RANK"), _OMPI):
+            os.environ.setdefault(name, os.environ[value])
+        os.environ.setdefault("MASTER_PORT", "29500")
+    os.environ.setdefault("LOCAL_RANK", str(local_rank))  # mmseg's rule for --local-rank
     if launcher == "pytorch":
-        watch_launcher()  # torchrun's death stops this rank; a warning about torchrun's settings
+        watch_launcher()
     setup_cpu_distributed(cfg, launcher)
     return cfg
-
-
-def cfg_options_argv(argv: Sequence[str]) -> list[str]:
-    """The ``--cfg-options`` part of a command line (every occurrence, as one), to repeat it in a
-    suggested command: ``['--cfg-options', 'k=v', ...]`` or []."""
-    found: list[str] = []
-    inside = False
-    for arg in argv:
-        if arg == "--cfg-options" or arg.startswith("--cfg-options="):
-            inside = arg == "--cfg-options"
-            found += [] if inside else [arg.partition("=")[2]]
-        elif arg.startswith("-"):
-            inside = False
-        elif inside:
-            found.append(arg)
-    return ["--cfg-options", *found] if found else []
 
 
 def _hook_class(entry: Any) -> Any:
     """The class a hook entry (dict, class or hook object) builds, if known."""
     kind = entry.get("type") if isinstance(entry, dict) else entry
-    return (
-        HOOKS.get(kind) if isinstance(kind, str) else kind if isinstance(kind, type) else type(kind)
-    )
+    if isinstance(kind, str):
+        return HOOKS.get(kind)
+    return kind if isinstance(kind, type) else type(kind)
 
 
 def add_guard_hooks(cfg: Config) -> list[str]:
-    """What ``tools/train.py`` gives every config: the guards it lacks (its own entry of one,
-    under any registered name, wins with its options), an ``AtomicCheckpointHook`` in place of
-    its ``CheckpointHook`` (options kept) and a train loader that resumes at the sampler. The
-    type names added or swapped in."""
+    """Give a training config the guards it lacks (its own entry of one wins), an
+    ``AtomicCheckpointHook`` for its ``CheckpointHook`` (options kept), and a train loader that
+    resumes at the sampler; the type names added or swapped in."""
     hooks = list(cfg.get("custom_hooks") or [])
     present = [cls for cls in map(_hook_class, hooks) if isinstance(cls, type)]
     added = [
@@ -154,36 +132,29 @@ def add_guard_hooks(cfg: Config) -> list[str]:
     if isinstance(checkpoint, dict) and _hook_class(checkpoint) is CheckpointHook:
         checkpoint["type"] = "mmseg.AtomicCheckpointHook"
         added.append(checkpoint["type"])
-    return added + _resumable_data(cfg.get("train_dataloader") or {})
-
-
-def _resumable_data(loader: dict) -> list[str]:
-    """The train loader's ``InfiniteSampler`` becomes a ``ResumableInfiniteSampler`` (same
-    indices) and its collate function tags batches with their worker's RNG state, so that a
-    resume skips the trained batches at the sampler; the names swapped in."""
+    loader = cfg.get("train_dataloader") or {}
     sampler = loader.get("sampler")
-    if not isinstance(sampler, dict) or sampler.get("type") not in _INFINITE:
-        return []
-    sampler["type"] = "mmseg.ResumableInfiniteSampler"
-    collate = loader.get("collate_fn", dict(type="pseudo_collate"))
-    if not isinstance(collate, dict):  # a callable: its batches carry no state (replay)
-        return [sampler["type"]]
-    loader["collate_fn"] = dict(type="collate_with_worker_rng", collate=collate)
-    return [sampler["type"], "collate_with_worker_rng"]
+    kinds = ("InfiniteSampler", "mmengine.InfiniteSampler", InfiniteSampler)
+    if isinstance(sampler, dict) and sampler.get("type") in kinds:
+        sampler["type"] = "mmseg.ResumableInfiniteSampler"  # same indices, from any position
+        added.append(sampler["type"])
+        collate = loader.get("collate_fn", dict(type="pseudo_collate"))
+        if isinstance(collate, dict):  # batches tagged with their worker's RNG state
+            loader["collate_fn"] = dict(type="collate_with_worker_rng", collate=collate)
+            added.append("collate_with_worker_rng")
+    return added
 
 
 def enable_amp(cfg: Config, dtype: str | None = None) -> None:
     """mmseg's ``--amp``: fp16 ``AmpOptimWrapper`` with dynamic loss scaling on a GPU, bfloat16
-    ``CPUAmpOptimWrapper`` without one. ``dtype='bfloat16'`` on a GPU: bfloat16 autocast
-    without a loss scaler (bfloat16 has float32's range; the scaler's checks cost 1.2x per
-    iteration on an H200, docs/gpu.md)."""
+    ``CPUAmpOptimWrapper`` without one; ``dtype='bfloat16'`` on a GPU: no loss scaler."""
     wrapper = cfg.optim_wrapper
-    if wrapper.get("type", "OptimWrapper") in ("AmpOptimWrapper", "CPUAmpOptimWrapper"):
+    kind = wrapper.get("type", "OptimWrapper")
+    if kind in ("AmpOptimWrapper", "CPUAmpOptimWrapper"):
         print_log("AMP training is already enabled in your config.", "current", logging.WARNING)
-        return
-    if wrapper.get("type", "OptimWrapper") != "OptimWrapper":
-        raise CLIError(f"--amp needs optim_wrapper type OptimWrapper, got {wrapper.type}")
-    if torch.cuda.is_available() and dtype == "bfloat16":
+    elif kind != "OptimWrapper":
+        raise CLIError(f"--amp needs optim_wrapper type OptimWrapper, got {kind}")
+    elif torch.cuda.is_available() and dtype == "bfloat16":
         wrapper.update(type="AmpOptimWrapper", dtype=dtype, loss_scale=dict(enabled=False))
     elif torch.cuda.is_available():
         wrapper.update(type="AmpOptimWrapper", loss_scale="dynamic")
@@ -198,29 +169,22 @@ _WORKER = re.compile(r"^Caught \w+ in DataLoader worker process \d+\.\s*Original
 
 
 def user_message(err: BaseException) -> str:
-    """The error's message on one line; for an error re-raised from a DataLoader worker, the
-    original error's own message instead of torch's wrapper with the worker's traceback."""
+    """The error's message on one line; for one re-raised from a DataLoader worker, the original
+    error's own message."""
     text = str(err)
     if _WORKER.match(text):
         name = re.escape(type(err).__name__)
         heads = list(re.finditer(rf"\n(?:[\w.]+\.)?{name}: ", text))
-        if heads:  # the traceback ends with the original "module.Type: message"
-            text = text[heads[-1].end() :]
+        text = text[heads[-1].end() :] if heads else text
     return one_line(text)
 
 
 def run_cli(main: Callable[[], None]) -> None:
-    """Run ``main``; a user-facing error becomes one line on stderr and exit code 2.
-
-    User-facing: a bad option (:class:`~hamseg.utils.errors.UsageError`, :class:`CLIError`), a
-    missing file or dataset, an invalid sample, a class count that differs from the dataset's,
-    an unsafe or corrupt checkpoint, also when raised in a DataLoader worker. A run stopped on
-    purpose (:class:`~hamseg.engine.stop.TrainingStopped`: signal 75, divergence 65) is one
-    line from the main rank and its exit code (also written to
-    ``$HAMSEG_RANK_CODES/code.RANK``), with the hook's signals ignored until the exit; Ctrl-C
-    that aborts (a second one) is one line and 130. Anything else keeps its traceback. A
-    distributed run leaves its process group first.
-    """
+    """Run ``main``: a user's error (bad option, missing file or dataset, invalid sample, class
+    count, unsafe or corrupt checkpoint; also from a DataLoader worker) is one line on stderr and
+    exit 2; a run stopped on purpose (:class:`TrainingStopped`) one line from the main rank and
+    its exit code (also written to ``$HAMSEG_RANK_CODES/code.RANK``); an aborting Ctrl-C one line
+    and 130. A distributed run leaves its process group first."""
     user_errors = (UsageError, FileNotFoundError, InvalidSampleError, ClassCountError)
     user_errors += (UnsafeCheckpointError, CorruptCheckpointError)
     exit_code = None
@@ -241,8 +205,6 @@ def run_cli(main: Callable[[], None]) -> None:
     except KeyboardInterrupt:  # the PreemptionHook's second Ctrl-C, or one before training
         print("interrupted: stopped at once, no checkpoint of this iteration", file=sys.stderr)
         sys.exit(130)
-    # Out of the except block nothing holds the run's frames (runner, DDP model) any more: the
-    # process group and its threads can go now, while the interpreter is whole.
-    leave_process_group()
+    leave_process_group()  # outside the except block nothing holds the run's frames any more
     if exit_code is not None:
         sys.exit(exit_code)

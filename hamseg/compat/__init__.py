@@ -1,16 +1,12 @@
-"""Where hamseg adapts mmseg 1.2.2, mmengine 0.10.7, mmcv-lite 2.1.0 and torch 2.6-2.14 to each
-other; each module applies its fix on import (``import hamseg`` imports this first), only where
-the installed stack needs it; :mod:`.config_variables` only while a tool reads a config again
-for its ``--cfg-options``. (The fixes to mmseg's own tool scripts are a checkout's:
-tools/lib/mmseg_tool_fixes.py.)
-"""
+"""Adaptations of mmseg 1.2.2, mmengine 0.10.7, mmcv-lite 2.1.0 and torch 2.6-2.14 to each other,
+one upstream bug per module, each applied on import only where the installed stack has it and
+pinned by a canary in tests/compat/test_upstream_canaries.py. mmcv comes first: before mmseg."""
 
-# The order matters: mmcv is checked and its ops provided before anything imports mmseg.
-from .mmcv_check import require_mmcv
 from .mmcv_ops import REPLACED as MMCV_OPS_REPLACED
+from .mmcv_ops import require_mmcv
 from .package_lookup import REPLACED as PKG_RESOURCES_REPLACED
 
 # isort: split
-from . import checkpoint  # noqa: F401  (applied on import)
+from .checkpoint import INSTALLED as CHECKPOINT_ADAPTED
 
-__all__ = ["MMCV_OPS_REPLACED", "PKG_RESOURCES_REPLACED", "require_mmcv"]
+__all__ = ["CHECKPOINT_ADAPTED", "MMCV_OPS_REPLACED", "PKG_RESOURCES_REPLACED", "require_mmcv"]

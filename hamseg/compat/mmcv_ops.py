@@ -1,10 +1,9 @@
-"""Pure-PyTorch ``mmcv.ops.point_sample`` and ``sigmoid_focal_loss`` for mmcv-lite.
+"""mmcv-lite: pure-PyTorch ``mmcv.ops.point_sample`` and ``sigmoid_focal_loss``.
 
-mmseg 1.2.2 imports these two from ``mmcv.ops`` without a guard (upstream:
-open-mmlab/mmsegmentation#871); mmcv-lite 2.1.0 has no compiled ``mmcv._ext``, so ``import
-mmseg.models`` fails. Only then :func:`install` puts a stand-in in ``sys.modules['mmcv.ops']``
-(any other name: the ``ModuleNotFoundError`` mmseg's guards expect).
-tests/compat/test_upstream_canaries.py says when mmseg no longer needs it.
+mmseg 1.2.2 imports both from ``mmcv.ops`` unguarded (open-mmlab/mmsegmentation#871), and
+mmcv-lite has no compiled ``mmcv._ext``, so ``import mmseg.models`` fails. Only then
+:func:`install` puts a stand-in into ``sys.modules['mmcv.ops']``; any other op raises the
+``ModuleNotFoundError`` mmseg's guarded imports expect.
 """
 
 from __future__ import annotations
@@ -18,17 +17,25 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-_MISSING_OP_HINT = (
-    "mmcv.ops.{name} is a compiled mmcv op and this environment has mmcv-lite (no mmcv._ext). "
-    "hamseg provides only point_sample and sigmoid_focal_loss in pure PyTorch. Install a compiled "
-    "mmcv 2.0/2.1 built for your torch to use {name} "
-    '(see docs/usage.md, "Keeping a compiled mmcv").'
+MISSING_MMCV_MESSAGE = (
+    "hamseg needs mmcv 2.0/2.1 and none is installed: run pip install 'hamseg[lite]' (mmcv-lite "
+    "2.1.0, no compiled ops), or install a compiled mmcv 2.0/2.1 built for your torch and CUDA."
 )
 
 
+def require_mmcv() -> None:
+    """Import mmcv, or one ``ImportError`` saying what to install when there is none."""
+    try:
+        import mmcv  # noqa: F401
+    except ModuleNotFoundError as err:
+        if err.name != "mmcv":
+            raise
+        raise ImportError(MISSING_MMCV_MESSAGE) from None
+
+
 def point_sample(input: Tensor, points: Tensor, align_corners: bool = False, **kwargs) -> Tensor:
-    """``mmcv.ops.point_sample``: sample (N, C, H, W) at points in [0, 1]^2 (x first) given as
-    (N, P, 2) -> (N, C, P) or (N, Hg, Wg, 2) -> (N, C, Hg, Wg); ``kwargs`` go to grid_sample."""
+    """Sample (N, C, H, W) at points in [0, 1]^2 (x first): (N, P, 2) -> (N, C, P), or
+    (N, Hg, Wg, 2) -> (N, C, Hg, Wg); ``kwargs`` go to ``grid_sample``."""
     flat = points.dim() == 3
     grid = points.unsqueeze(2) if flat else points  # (N, P, 1, 2) or (N, Hg, Wg, 2)
     out = F.grid_sample(input, grid * 2.0 - 1.0, align_corners=align_corners, **kwargs)
@@ -43,12 +50,10 @@ def sigmoid_focal_loss(
     weight: Tensor | None = None,
     reduction: str = "mean",
 ) -> Tensor:
-    """mmcv's compiled ``sigmoid_focal_loss`` (focal loss, Lin et al. 2017, eq. 5) on logits
-    (N, C) and int64 targets (N,) in [0, C] (C: background); 'mean' divides by N, as mmcv does."""
-    if input.dim() != 2 or target.dim() != 1 or input.size(0) != target.size(0):
-        raise ValueError("sigmoid_focal_loss expects input (N, C) and target (N,)")
-    if target.dtype != torch.long:
-        raise TypeError("sigmoid_focal_loss expects int64 targets")
+    """mmcv's compiled focal loss (Lin et al. 2017, Eq. 5) on logits (N, C) and int64 targets
+    (N,) in [0, C] (C: background); 'mean' divides by N, as mmcv does."""
+    if input.dim() != 2 or target.shape != input.shape[:1] or target.dtype != torch.long:
+        raise ValueError("sigmoid_focal_loss expects input (N, C) and int64 target (N,)")
     num_classes = input.size(1)
     positive = F.one_hot(target, num_classes + 1)[:, :num_classes].to(input.dtype)  # (N, C)
     p = input.sigmoid()
@@ -57,14 +62,10 @@ def sigmoid_focal_loss(
     neg_term = p.pow(gamma) * (1 - p).clamp_min(tiny).log()
     loss = -alpha * positive * pos_term - (1 - alpha) * (1 - positive) * neg_term
     if weight is not None:
-        if weight.dim() != 1 or weight.numel() != num_classes:
-            raise ValueError("weight must have shape (C,)")
-        loss = loss * weight[target].unsqueeze(1)
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"unknown reduction {reduction!r}")
-    return (
-        loss if reduction == "none" else loss.sum() / (input.size(0) if reduction == "mean" else 1)
-    )
+        loss = loss * weight[target].unsqueeze(1)  # weight: (C,)
+    if reduction == "none":
+        return loss
+    return loss.sum() / (input.size(0) if reduction == "mean" else 1)
 
 
 class _LiteOps(types.ModuleType):
@@ -73,14 +74,18 @@ class _LiteOps(types.ModuleType):
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
-        raise ModuleNotFoundError(_MISSING_OP_HINT.format(name=name), name=f"mmcv.ops.{name}")
+        raise ModuleNotFoundError(
+            f"mmcv.ops.{name} is a compiled mmcv op and this environment has mmcv-lite: install "
+            "a compiled mmcv 2.0/2.1 built for your torch to use it",
+            name=f"mmcv.ops.{name}",
+        )
 
 
 def compiled_mmcv_available() -> bool:
     """True when mmcv's compiled extension ``mmcv._ext`` is importable."""
     try:
         return importlib.util.find_spec("mmcv._ext") is not None
-    except ModuleNotFoundError:  # no mmcv at all
+    except ModuleNotFoundError:
         return False
 
 
@@ -90,18 +95,16 @@ def install() -> bool:
         return True
     if compiled_mmcv_available():
         return False
-    import mmcv  # present: mmcv_check ran first
+    import mmcv
 
     ops = _LiteOps("mmcv.ops", "hamseg's pure-PyTorch mmcv.ops for mmcv-lite")
-    ops.point_sample = point_sample
-    ops.sigmoid_focal_loss = sigmoid_focal_loss
+    ops.point_sample, ops.sigmoid_focal_loss = point_sample, sigmoid_focal_loss
     ops.__all__ = ["point_sample", "sigmoid_focal_loss"]
-    sys.modules["mmcv.ops"] = ops
-    mmcv.ops = ops
-    # mmcv.cnn warns at every import that this compiled op is missing; here that is expected.
+    sys.modules["mmcv.ops"] = mmcv.ops = ops
     warnings.filterwarnings("ignore", message="Fail to import ``MultiScaleDeformableAttention``")
     return True
 
 
+require_mmcv()
 #: Whether the stand-in is in use (mmcv-lite), set on import.
 REPLACED: bool = install()

@@ -1,13 +1,8 @@
-"""Leaf helpers of every layer: user-facing errors, one-line messages, config-dict walking,
-a process map with a progress bar. They import no other hamseg subpackage."""
+"""Leaf helpers of every layer (they import no other hamseg subpackage)."""
 
 
 def register_all_modules(init_default_scope: bool = True) -> None:
-    """mmseg's ``register_all_modules`` for scope 'hamseg' (mmengine's ``get_model`` calls it).
-
-    Imports hamseg (its classes registered, :mod:`hamseg.registry` made) and mmseg's modules;
-    ``init_default_scope`` makes 'hamseg' the current default scope.
-    """
+    """mmseg's ``register_all_modules`` for scope 'hamseg' (mmengine's ``get_model`` calls it)."""
     import datetime
 
     from mmengine.registry import DefaultScope

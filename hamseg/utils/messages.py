@@ -1,4 +1,4 @@
-"""Pieces of the one-line messages that hamseg's checks and tools print."""
+"""Pieces of hamseg's one-line messages."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Per-file work over many files, in worker processes, with a progress bar (dataset checks and
-converters)."""
+"""Per-file work over many files in worker processes, with a progress bar."""
 
 from __future__ import annotations
 
@@ -23,9 +22,8 @@ def map_with_progress(
     progress: bool = True,
     chunksize: int = 16,
 ) -> list[R]:
-    """``[work(item) for item in items]`` in order, in ``workers`` processes if > 1 (forked where
-    the platform can; ``work`` and the items must pickle), with a tqdm bar on stderr that closes
-    before an error of ``work`` propagates (a tool's one-line error stays the last line)."""
+    """``[work(item) for item in items]`` in ``workers`` processes if > 1 (forked where possible),
+    with a tqdm bar on stderr closed before an error of ``work`` propagates."""
     with tqdm(total=len(items), desc=desc, unit=unit, disable=not progress) as bar:
         with contextlib.ExitStack() as stack:
             results = map(work, items)

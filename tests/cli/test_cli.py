@@ -1,29 +1,73 @@
-"""build_config: packaged config names, launcher handling (--local-rank as in mmseg, --launcher
-mpi outside mpirun), --cfg-options data_root; run_cli's one-line errors."""
+"""What every tool shares (hamseg.cli.common): config names and launchers as mmseg's tools read
+them, one line and exit 2 for a user's error, the guard hooks, hamseg's notices."""
 
 from __future__ import annotations
 
 import os
 import os.path as osp
-import subprocess
-import sys
 
 import mmseg
 import pytest
 import torch
 from mmengine.config import Config
 
-from hamseg.cli import CLIError, add_guard_hooks, build_config, run_cli
+from hamseg.cli import (
+    CLIError,
+    add_guard_hooks,
+    build_config,
+    log_notices,
+    notice,
+    run_cli,
+    user_message,
+)
+from hamseg.cli.preflight import naming_validate_dataset
 from hamseg.compat.package_lookup import PACKAGE_DIR
-from hamseg.engine import ChannelsLastHook, NonFiniteLossHook, PreemptionHook, RandomStateHook
-from hamseg.utils.errors import UsageError
-from tests.conftest import REPO, TINY_FCN
+from hamseg.datasets.loading import InvalidSampleError
+from hamseg.engine import RandomStateHook
+from tests.conftest import TINY_FCN
+from tests.helpers import TEST, TRAIN, run_tool_here
 
 DEMO = "demo/hamhead-nmf_r18-d8_context-shapes.py"
-MMSEG_FCN = "fcn/fcn_r18-d8_4xb2-80k_cityscapes-512x1024.py"
+SLURM = "error: --launcher slurm: SLURM_PROCID, SLURM_NTASKS, SLURM_NODELIST not set. Start the "
+MPI = "error: --launcher mpi: OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL"
+MMSEG_CONFIGS = osp.join(osp.dirname(mmseg.__file__), ".mim", "configs")
+HAMSEG_CONFIGS = osp.join(PACKAGE_DIR, ".mim", "configs")
 
 
-def test_local_rank_argument_sets_local_rank_only_when_the_launcher_did_not(monkeypatch):
+@pytest.mark.parametrize(
+    "tool,args,expected",
+    [
+        (TRAIN, ["configs/nope.py"], "error: config file not found: configs/nope.py"),
+        (TEST, ["configs/nope.py", TINY_FCN], "error: config file not found: configs/nope.py"),
+        (TEST, [TINY_FCN, "missing.pth"], "error: checkpoint file not found: missing.pth"),
+        (
+            TRAIN,
+            ["hamseg::nope.py"],
+            f"error: config file not found: hamseg::nope.py (no such file in {HAMSEG_CONFIGS})",
+        ),
+        (
+            TRAIN,
+            ["mmseg::fcn/nope.py"],
+            f"error: config file not found: mmseg::fcn/nope.py (no such file in {MMSEG_CONFIGS})",
+        ),
+        (TRAIN, ["mmseg::nope.py"], "(name a packaged config mmseg::DIR/FILE.py)"),
+        (TRAIN, ["nopkg::a/b.py"], "(unknown package 'nopkg': name hamseg::DIR/FILE.py, mmseg::"),
+        (TRAIN, [TINY_FCN, "--launcher", "mpi"], MPI),
+        (TRAIN, [TINY_FCN, "--launcher", "slurm"], SLURM),
+        (TEST, [TINY_FCN, TINY_FCN, "--launcher", "slurm"], SLURM),
+    ],
+)
+def test_a_users_error_is_one_line_and_exit_2(tool, args, expected, monkeypatch, capsys):
+    for name in ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "MASTER_ADDR"):
+        monkeypatch.delenv(name, raising=False)
+    code, _, err = run_tool_here(tool, args, monkeypatch, capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert expected in err and "Traceback" not in err
+    if "launcher" in args:
+        assert f"python -u tools/{osp.basename(tool)} CONFIG --launcher" in err or "mpirun" in err
+
+
+def test_local_rank_sets_local_rank_only_when_the_launcher_did_not(monkeypatch):
     monkeypatch.delenv("LOCAL_RANK", raising=False)
     build_config(TINY_FCN, local_rank=3)
     assert os.environ["LOCAL_RANK"] == "3"  # torch.distributed.launch passes --local-rank only
@@ -32,14 +76,16 @@ def test_local_rank_argument_sets_local_rank_only_when_the_launcher_did_not(monk
     assert os.environ["LOCAL_RANK"] == "1"  # torchrun's variable wins, as in mmseg
 
 
-def test_mpi_launcher_outside_mpirun_says_what_to_install(monkeypatch):
-    for name in ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "MASTER_ADDR"):
-        monkeypatch.delenv(name, raising=False)
-    with pytest.raises(CLIError) as err:
-        build_config(TINY_FCN, launcher="mpi")
-    message = str(err.value)
-    assert message.startswith("--launcher mpi: OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,")
-    assert "OpenMPI's mpirun" in message and "apt install openmpi-bin" in message
+def test_packaged_config_names_load_the_installed_files(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no checkout's configs/ in reach
+    cfg = build_config(f"hamseg::{DEMO}")
+    assert (
+        cfg.filename == osp.join(HAMSEG_CONFIGS, DEMO) and cfg.model.decode_head.type == "HamHead"
+    )
+    assert cfg.work_dir == "./work_dirs/hamhead-nmf_r18-d8_context-shapes"
+    fcn = "fcn/fcn_r18-d8_4xb2-80k_cityscapes-512x1024.py"
+    cfg = build_config(f"mmseg::{fcn}", work_dir="w")
+    assert cfg.filename == osp.join(MMSEG_CONFIGS, fcn) and cfg.model.backbone.depth == 18
 
 
 class _BadSample(torch.utils.data.Dataset):
@@ -47,107 +93,46 @@ class _BadSample(torch.utils.data.Dataset):
         return 2
 
     def __getitem__(self, i: int):
-        from hamseg.datasets.loading import InvalidSampleError
-
         raise InvalidSampleError(f"label file 'masks/{i:03d}_mask.png': values 7 outside\n[0, 3)")
 
 
-def test_an_error_in_a_dataloader_worker_is_its_own_message():
-    from hamseg.cli import user_message
-    from hamseg.datasets.loading import InvalidSampleError
-
+def test_an_error_in_a_dataloader_worker_is_its_own_line_naming_the_validate_command():
     loader = torch.utils.data.DataLoader(_BadSample(), num_workers=1)
     with pytest.raises(InvalidSampleError) as info:
-        next(iter(loader))
-    assert "DataLoader worker process 0" in str(info.value)  # torch's wrapper, with a traceback
-    assert user_message(info.value) == "label file 'masks/000_mask.png': values 7 outside [0, 3)"
+        with naming_validate_dataset("c.py"):
+            next(iter(loader))
+    assert str(info.value) == (
+        "label file 'masks/000_mask.png': values 7 outside [0, 3); list every bad file at once: "
+        "python tools/validate_dataset.py c.py"
+    )
     assert user_message(ValueError("two\n  lines")) == "two lines"
-
-
-def test_data_root_override_moves_every_dataset_that_used_the_variable(tmp_path):
-    from tests.conftest import REPO
-
-    custom = os.path.join(REPO, "configs", "custom", "hamhead-nmf_r18-d8_custom.py")
-    cfg = build_config(custom, {"data_root": "/data/mine"}, work_dir="/tmp/w")
-    roots = [cfg[f"{s}_dataloader"].dataset.data_root for s in ("train", "val", "test")]
-    assert roots == ["/data/mine"] * 3
-    other = tmp_path / "other.py"
-    other.write_text(
-        'data_root = "a"\ntrain_dataloader = dict(dataset=dict(type="X", data_root="b"))\n'
-    )
-    with pytest.raises(UsageError, match=r"no dataset of this config uses its data_root variable"):
-        build_config(str(other), {"data_root": "/data/mine"}, work_dir="/tmp/w")
-
-
-def test_packaged_config_names_load_the_installed_files(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # no checkout's configs/ in reach
-    monkeypatch.delenv("LOCAL_RANK", raising=False)
-    cfg = build_config(f"hamseg::{DEMO}")
-    assert cfg.filename == osp.join(PACKAGE_DIR, ".mim", "configs", DEMO)
-    assert cfg.model == Config.fromfile(osp.join(REPO, "configs", DEMO)).model
-    assert cfg.model.decode_head.type == "HamHead"
-    assert cfg.work_dir == "./work_dirs/hamhead-nmf_r18-d8_context-shapes"
-    cfg = build_config(f"mmseg::{MMSEG_FCN}", work_dir="w")
-    mmseg_configs = osp.join(osp.dirname(mmseg.__file__), ".mim", "configs")
-    assert cfg.filename == osp.join(mmseg_configs, MMSEG_FCN)
-    assert cfg.model.backbone.depth == 18 and cfg.work_dir == "w"
-
-
-@pytest.mark.parametrize(
-    "name,detail",
-    [
-        ("hamseg::nope.py", f"no such file in {PACKAGE_DIR}/.mim/configs"),
-        ("hamseg::demo/nope.py", f"no such file in {PACKAGE_DIR}/.mim/configs"),
-        ("mmseg::fcn/nope.py", "no such file in {mmseg}/.mim/configs"),
-        ("mmseg::nope.py", "name a packaged config mmseg::DIR/FILE.py"),
-        (
-            "nopkg::a/b.py",
-            "unknown package 'nopkg': name hamseg::DIR/FILE.py, mmseg::DIR/FILE.py or a file",
-        ),
-    ],
-)
-def test_an_unknown_packaged_config_is_refused_with_its_name(name, detail):
-    detail = detail.format(mmseg=osp.dirname(mmseg.__file__))
-    with pytest.raises(FileNotFoundError) as err:
-        build_config(name)
-    assert str(err.value) == f"config file not found: {name} ({detail})"
-
-
-def test_train_tool_refuses_an_unknown_packaged_config_in_one_line(tmp_path):
-    result = subprocess.run(
-        [sys.executable, osp.join(REPO, "tools", "train.py"), "hamseg::nope.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    folder = osp.join(PACKAGE_DIR, ".mim", "configs")
-    assert result.returncode == 2, result.stderr[-3000:]
-    assert result.stderr.strip().splitlines()[-1] == (
-        f"error: config file not found: hamseg::nope.py (no such file in {folder})"
-    )
-    assert "Traceback" not in result.stderr and result.stderr.count("error:") == 1
 
 
 def test_guards_are_added_unless_the_config_has_them():
     cfg = Config(dict(custom_hooks=[dict(type="PreemptionHook", requeue=False)]))
-    added = add_guard_hooks(cfg)
-    assert added == ["mmseg.NonFiniteLossHook", "mmseg.RandomStateHook"]
+    assert add_guard_hooks(cfg) == ["mmseg.NonFiniteLossHook", "mmseg.RandomStateHook"]
     assert cfg.custom_hooks[0] == dict(type="PreemptionHook", requeue=False)  # its options win
     cfg = Config(dict(custom_hooks=[dict(type="mmseg.NonFiniteLossHook"), RandomStateHook()]))
-    assert add_guard_hooks(cfg) == ["mmseg.PreemptionHook"]
-    assert add_guard_hooks(cfg) == []  # idempotent
-    cfg = Config.fromfile(TINY_FCN)  # hamseg's runtime base: ChannelsLastHook, no guards
-    add_guard_hooks(cfg)
-    types = [hook["type"] for hook in cfg.custom_hooks]
-    guards = ["mmseg.PreemptionHook", "mmseg.NonFiniteLossHook", "mmseg.RandomStateHook"]
-    assert types == ["mmseg.ChannelsLastHook", *guards]
+    assert add_guard_hooks(cfg) == ["mmseg.PreemptionHook"] and add_guard_hooks(cfg) == []
+    cfg = Config.fromfile(TINY_FCN)
+    assert add_guard_hooks(cfg)[-3:] == [
+        "mmseg.AtomicCheckpointHook",
+        "mmseg.ResumableInfiniteSampler",
+        "collate_with_worker_rng",
+    ]
     checkpoint = cfg.default_hooks.checkpoint  # made atomic, its options kept
     assert checkpoint == dict(type="mmseg.AtomicCheckpointHook", by_epoch=False, interval=5)
-    from mmengine.registry import HOOKS  # the root registry, whatever the default scope
 
-    hooks = [ChannelsLastHook, PreemptionHook, NonFiniteLossHook, RandomStateHook]
-    assert [HOOKS.get(t) for t in types] == hooks
+
+def test_notices_are_repeated_as_one_block(monkeypatch):
+    logged: list[str] = []
+    monkeypatch.setattr("hamseg.cli.common.print_log", lambda message, *_: logged.append(message))
+    notice("first")
+    notice("second")
+    log_notices()
+    log_notices()  # once
+    assert logged[:2] == ["first", "second"] and len(logged) == 3
+    assert logged[2].endswith("\n    hamseg: first\n    hamseg: second")
 
 
 def test_an_aborting_ctrl_c_is_one_line_and_exit_130(capsys):
@@ -157,6 +142,10 @@ def test_an_aborting_ctrl_c_is_one_line_and_exit_130(capsys):
     with pytest.raises(SystemExit) as exit_:
         run_cli(interrupted)
     assert exit_.value.code == 130
-    assert capsys.readouterr().err == (
-        "interrupted: stopped at once, no checkpoint of this iteration\n"
-    )
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_bad_launcher_settings_are_clierrors(monkeypatch):
+    monkeypatch.delenv("OMPI_COMM_WORLD_RANK", raising=False)
+    with pytest.raises(CLIError, match="apt install openmpi-bin"):
+        build_config(TINY_FCN, launcher="mpi")

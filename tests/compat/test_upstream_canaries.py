@@ -1,27 +1,22 @@
-"""Canaries: each adaptation of upstream code in hamseg is still needed by the installed stack.
+"""Canaries: each adaptation of upstream code in hamseg is still needed by the installed stack,
+and the private upstream code hamseg uses or wraps is the version it was written against.
 
-When a test here fails, upstream changed: re-check the adaptation it names and drop it if it is
-no longer needed. Behaviour is checked in fresh interpreters that do not import hamseg; code that
-hamseg overrides or wraps is pinned by a digest of its source at the versions of
-requirements.txt (mmengine 0.10.7, mmseg 1.2.2)."""
+When a test here fails, upstream changed: re-check the adaptation it names, and drop it if it is
+no longer needed. Behaviour is checked in fresh interpreters that do not import hamseg; code is
+pinned by a digest of its source as the installed files hold it (mmengine 0.10.7, mmseg 1.2.2)."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib
 import importlib.util
-import inspect
-import os.path as osp
 import subprocess
 import sys
 
-import mmengine.hooks.checkpoint_hook as checkpoint_hook
-import mmengine.runner.runner as runner_module
 import pytest
-from mmseg.apis.mmseg_inferencer import MMSegInferencer
 
 from hamseg.compat import checkpoint
-from tools.lib.mmseg_front_end import mmseg_tools_dir
-from tools.lib.mmseg_tool_fixes import FIXES
 
 
 def fresh(code: str) -> subprocess.CompletedProcess:
@@ -47,77 +42,62 @@ def test_mmengine_needs_pkg_resources_for_mmseg_bases(tmp_path):
     assert result.returncode != 0 and "pkg_resources" in result.stderr
 
 
-def test_mmengine_does_not_know_hamseg_config_names():
-    """hamseg.compat.package_lookup.register_hamseg."""
-    name = "hamseg::demo/hamhead-nmf_r18-d8_context-shapes.py"
-    result = fresh(f"from mmengine import Config; Config.fromfile({name!r})")
-    assert result.returncode != 0
-
-
-def test_mmengine_checkpoints_need_the_allow_list(tmp_path):
-    """hamseg.compat.checkpoint: torch >= 2.6 refuses mmengine 0.10.7's message hub."""
+def test_mmengines_loader_refuses_its_own_checkpoints(tmp_path):
+    """hamseg.compat.checkpoint: under torch >= 2.6 mmengine 0.10.7's CheckpointLoader cannot
+    read back the message hub it saved (mmengine#1655); mmengine#1650 would make this pass."""
     path = str(tmp_path / "hub.pth")
     code = (
         "import torch\nfrom mmengine.logging import MessageHub\n"
+        "from mmengine.runner.checkpoint import CheckpointLoader\n"
         "hub = MessageHub.get_instance('canary'); hub.update_scalar('loss', 0.5)\n"
         f"torch.save(dict(message_hub=hub.state_dict()), {path!r})\n"
-        f"torch.load({path!r}, weights_only=True)\n"
+        f"CheckpointLoader.load_checkpoint({path!r})\n"
     )
     result = fresh(code)
     assert result.returncode != 0 and "HistoryBuffer" in result.stderr
+    assert checkpoint.LOADER_USES_TORCH_DEFAULT and checkpoint.UPSTREAM_PICKLES_GETATTR
+    assert checkpoint.INSTALLED
 
 
-def test_history_buffer_pickles_getattr():
-    """hamseg.compat.checkpoint trims HistoryBuffer's pickle only while this holds."""
-    assert checkpoint.UPSTREAM_PICKLES_GETATTR
+def upstream_source(module: str, qualname: str) -> str:
+    """The source of ``module.qualname`` as the installed file holds it (before any patch)."""
+    spec = importlib.util.find_spec(module)
+    with open(spec.origin, encoding="utf-8") as f:
+        text = f.read()
+    node: ast.AST = ast.parse(text)
+    for name in qualname.split("."):
+        node = next(n for n in ast.iter_child_nodes(node) if getattr(n, "name", None) == name)
+    return ast.get_source_segment(text, node)
 
 
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-#: Upstream code that hamseg copies, overrides or wraps, with the digest of its source.
-OVERRIDDEN = {
-    # hamseg.engine.checkpoints.AtomicCheckpointHook copies it (pointer written atomically)
-    "CheckpointHook._save_checkpoint_with_step": (
-        lambda: inspect.getsource(checkpoint_hook.CheckpointHook._save_checkpoint_with_step),
-        "cdbc1b54c7c88d95",
-    ),
-    # hamseg.compat.worker_signals: builds every loader with default_worker_init_fn
-    "Runner.build_dataloader": (
-        lambda: inspect.getsource(runner_module.Runner.build_dataloader),
-        "5ba55eedc45e4f5f",
-    ),
+#: Private or wrapped upstream code hamseg relies on: (module, qualname) -> (digest, user).
+PINNED = {
+    ("mmengine.config.config", "Config._substitute_predefined_vars"): "b5c021558c9cc0ea",
+    ("mmengine.config.config", "Config._get_cfg_path"): "9e346aa7d78f4a88",
+    ("mmengine.runner.checkpoint", "load_from_local"): "a0bebcae62942415",
+    ("mmengine.utils.package_utils", "get_installed_path"): "c7bc282172bb8a67",
+    ("mmengine.utils.package_utils", "is_installed"): "e7a5b6cb20b6cbb2",
+    # hamseg.engine.checkpoints.AtomicCheckpointHook copies it (the pointer written atomically)
+    (
+        "mmengine.hooks.checkpoint_hook",
+        "CheckpointHook._save_checkpoint_with_step",
+    ): "a397cd25e8df12a0",
+    # hamseg.engine's worker signals: mmengine builds every loader with default_worker_init_fn
+    ("mmengine.runner.runner", "Runner.build_dataloader"): "bd640f32b20a93b8",
     # hamseg.apis.inference.HamSegInferencer overrides both
-    "MMSegInferencer._init_pipeline": (
-        lambda: inspect.getsource(MMSegInferencer._init_pipeline),
-        "6157680f63f150c3",
-    ),
-    "MMSegInferencer._load_model_from_metafile": (
-        lambda: inspect.getsource(MMSegInferencer._load_model_from_metafile),
-        "425e18d8b64dc880",
-    ),
-}
-#: mmseg 1.2.2's tool scripts that tools/lib/mmseg_tool_fixes.py patches while they run.
-TOOL_SCRIPTS = {
-    "analysis_tools/get_flops.py": "757cb03692d93a45",
-    "analysis_tools/browse_dataset.py": "be114c33749dfa1d",
-    "analysis_tools/benchmark.py": "3318b4fde5c982d0",
-    "analysis_tools/confusion_matrix.py": "9a99f040618153ff",
-    "misc/browse_dataset.py": "3e0cc475553887e6",
-    "misc/print_config.py": "beb5518f4a519ab9",
-    "misc/publish_model.py": "d9864feb1ddc44c6",
+    ("mmseg.apis.mmseg_inferencer", "MMSegInferencer._init_pipeline"): "b954e804c5c647a8",
+    ("mmengine.infer.infer", "BaseInferencer._load_model_from_metafile"): "bdb5771bc574f4f9",
 }
 
 
-@pytest.mark.parametrize("name", OVERRIDDEN)
-def test_overridden_upstream_code_is_the_pinned_versions(name):
-    source, expected = OVERRIDDEN[name]
-    assert digest(source()) == expected, f"{name} changed upstream: re-check hamseg's override"
+@pytest.mark.parametrize("where", PINNED, ids=[q for _, q in PINNED])
+def test_pinned_upstream_code_is_unchanged(where):
+    digest = hashlib.sha256(upstream_source(*where).encode()).hexdigest()[:16]
+    assert digest == PINNED[where], f"{where} changed upstream: re-check what hamseg does with it"
 
 
-def test_every_patched_tool_script_is_pinned():
-    assert set(TOOL_SCRIPTS) == set(FIXES)
-    for script, expected in TOOL_SCRIPTS.items():
-        with open(osp.join(mmseg_tools_dir(), script), encoding="utf-8") as f:
-            assert digest(f.read()) == expected, f"{script} changed upstream: re-check its fixes"
+def test_config_variables_rely_on_the_substitution_call_of_file2dict():
+    """hamseg.cli.options.apply_config_variables edits the temporary copy mmengine reads."""
+    source = upstream_source("mmengine.config.config", "Config._file2dict")
+    assert "Config._substitute_predefined_vars(filename,\n" in source
+    assert "temp_config_file.name)" in source

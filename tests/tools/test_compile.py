@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from tests.conftest import REPO
-from tests.tools.test_train_test_cli import data_options, run
+from tests.helpers import data_options, run_tool
 
 TINY_HAM = osp.join(REPO, "tests", "data", "tiny_ham.py")
 #: tools/train.py with inductor's random numbers equal to eager's (the NMF draws its dictionary)
@@ -34,7 +34,7 @@ def test_compile_true_trains_like_eager(tmp_path, tiny_data):
     for mode, extra in (("eager", []), ("compiled", ["compile=True"])):
         work_dir = str(tmp_path / mode)
         cmd = [sys.executable, "-c", TRAIN, osp.join(REPO, "tools", "train.py"), TINY_HAM]
-        result = run([*cmd, "--work-dir", work_dir, "--cfg-options", *options, *extra])
+        result = run_tool([*cmd[1:], "--work-dir", work_dir, "--cfg-options", *options, *extra])
         assert result.returncode == 0, result.stderr[-3000:]
         found[mode] = losses(work_dir)
     assert len(found["eager"]) == 5

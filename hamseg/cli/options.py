@@ -1,0 +1,247 @@
+"""``--cfg-options``: every key checked against the config, hamseg's rules for ``data_root`` and
+``max_iters``, and top-level variables that act as if edited in the file (docs/usage.md,
+"--cfg-options")."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import inspect
+import os.path as osp
+from typing import Any
+
+import torch
+from mmengine.config import Config, ConfigDict
+from mmengine.runner import Runner
+from mmseg import registry
+
+from hamseg.utils.config import SPLITS, split_datasets
+from hamseg.utils.errors import UsageError
+
+from .common import notice
+
+#: Keys hamseg's own rules read whether or not the config defines them.
+OWN_RULES = ("data_root", "max_iters")
+#: Top-level keys mmengine's Runner reads besides its arguments.
+_RUNNER_KEYS = {"compile", "model_wrapper_cfg", "runner_type", "activation_checkpointing"}
+#: What builds a dict without ``type`` at these top-level keys.
+_DEFAULT_TYPES = {f"{s}_dataloader": torch.utils.data.DataLoader for s in SPLITS}
+_DEFAULT_TYPES["optim_wrapper"] = "OptimWrapper"
+
+
+def accepted_keys(kind: Any) -> set[str] | None:
+    """The keyword arguments of what a ``type`` names in mmseg's registries (or a class), its
+    ``**kwargs`` followed into its base classes; None where that cannot be told (an unknown
+    type, ``**kwargs`` to the end); no type: none."""
+    target = kind
+    for name in registry.__all__ if isinstance(kind, str) else ():
+        target = getattr(registry, name).get(kind)
+        if target is not None:
+            break
+    if target is None:
+        return None if kind is not None else set()
+    names: set[str] = set()
+    chain = (
+        [c for c in target.__mro__ if "__init__" in vars(c)]
+        if isinstance(target, type)
+        else [target]
+    )
+    for owner in chain:
+        if owner in (object, torch.nn.Module):
+            return names
+        try:
+            params = inspect.signature(owner).parameters.values()
+        except (TypeError, ValueError):
+            return None
+        names |= {p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            return names
+    return None
+
+
+def check_key(cfg: Config, key: str) -> None:
+    """Refuse (one line) a ``--cfg-options`` key that the config does not define and that the
+    class built at its place does not take (the top level: mmengine's Runner), naming the
+    nearest key."""
+    node: Any = cfg
+    parts = key.split(".")
+    for i, part in enumerate(parts):
+        if isinstance(node, (list, tuple)):
+            if part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+                continue
+            known, accepted = [str(j) for j in range(len(node))], set()
+        elif isinstance(node, (dict, Config)):
+            if part in node:
+                node = node[part]
+                continue
+            kind = node.get("type", _DEFAULT_TYPES.get(parts[0]) if i == 1 else None)
+            known, accepted = (
+                list(node),
+                accepted_keys(kind) if i else accepted_keys(Runner) | _RUNNER_KEYS,
+            )
+        else:
+            return  # inside a value: mmengine's merge decides
+        if accepted is None or part in accepted:
+            return
+        defined = known + (list(OWN_RULES) if i == 0 else [])
+        near = difflib.get_close_matches(part, defined, n=1) or difflib.get_close_matches(
+            part, sorted(accepted), n=1
+        )
+        near = known[-1:] if isinstance(node, (list, tuple)) else near  # the last index
+        hint = f"did you mean {'.'.join([*parts[:i], near[0]])}? " if near else ""
+        where = f" in {'.'.join(parts[:i])}" if i else ""
+        name = osp.basename(cfg.filename or "the config")
+        raise UsageError(
+            f"--cfg-options {key}: {name} has no key {part!r}{where}; {hint}a new key is "
+            f"written +{key}=VALUE"
+        )
+
+
+def _assign(source: str, values: dict[str, Any], filename: str) -> tuple[str, set[str]]:
+    """``source`` with the right-hand side of each top-level ``NAME = ...`` (or ``A, B = X, Y``)
+    of a variable of ``values`` replaced by its literal; the variables it assigned. Another
+    binding of one of them (chained, augmented, unpacked, in a block, imported) is refused."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # mmengine's {{$ENV:...}} placeholders are not Python
+        return source, set()
+    edits: dict[int, tuple[ast.expr, str]] = {}  # id(target) -> (value, name)
+    for statement in tree.body:
+        if isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            pairs = [(statement.target, statement.value)]
+        elif isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            pairs = [(statement.targets[0], statement.value)]
+            target, value = pairs[0]
+            if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+                pairs = (
+                    list(zip(target.elts, value.elts))
+                    if len(target.elts) == len(value.elts)
+                    else []
+                )
+        else:
+            pairs = []
+        edits |= {id(t): (v, t.id) for t, v in pairs if isinstance(t, ast.Name) and t.id in values}
+    for node in ast.walk(tree):
+        stored = isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+        name = (
+            node.id
+            if stored
+            else (node.asname or node.name)
+            if isinstance(node, ast.alias)
+            else None
+        )
+        if name in values and id(node) not in edits:
+            raise UsageError(
+                f"--cfg-options {name}=...: {filename} line {node.lineno} sets {name} in a form "
+                "the command line cannot replace (only NAME = VALUE and A, B = X, Y at the top "
+                "level); edit that line instead"
+            )
+    data = source.encode("utf-8")
+    starts = [0]
+    for line in data.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    for node, name in sorted(
+        edits.values(), key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True
+    ):
+        value = values[name].to_dict() if isinstance(values[name], ConfigDict) else values[name]
+        text = repr(value)
+        try:
+            ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            raise UsageError(
+                f"--cfg-options {name}: {text} is not a value a config can hold"
+            ) from None
+        begin = starts[node.lineno - 1] + node.col_offset  # col_offset: UTF-8 bytes
+        end = starts[node.end_lineno - 1] + node.end_col_offset
+        data = data[:begin] + f"({text})".encode() + data[end:]
+    return data.decode("utf-8"), {name for _, name in edits.values()}
+
+
+def apply_config_variables(cfg: Config, options: dict) -> list[str]:
+    """Set the config's top-level variables among ``options`` as if edited in every file of its
+    chain (through mmengine's private ``Config._substitute_predefined_vars``, pinned by a canary):
+    the top-level keys computed from them follow. The keys that followed."""
+    values = {
+        k: v
+        for k, v in options.items()
+        if "." not in k and k not in OWN_RULES and k in cfg and not isinstance(cfg[k], dict)
+    }
+    if not values or not cfg.filename:
+        return []
+    assigned: set[str] = set()
+    substitute = Config.__dict__["_substitute_predefined_vars"]
+
+    def substitute_and_assign(filename: str, temp_config_name: str) -> None:
+        substitute.__func__(filename, temp_config_name)
+        if filename.endswith(".py"):
+            with open(temp_config_name, encoding="utf-8") as f:
+                source, found = _assign(f.read(), values, filename)
+            with open(temp_config_name, "w", encoding="utf-8") as f:
+                f.write(source)
+            assigned.update(found)
+
+    Config._substitute_predefined_vars = staticmethod(substitute_and_assign)
+    try:
+        edited = Config.fromfile(cfg.filename)
+    finally:
+        Config._substitute_predefined_vars = substitute
+    if not assigned:
+        return []
+    plain = Config.fromfile(cfg.filename)
+    for key in [k for k in plain if k not in edited]:
+        cfg.pop(key)
+    changed = [key for key in edited if key not in plain or edited[key] != plain[key]]
+    for key in changed:
+        cfg[key] = edited[key]
+    followed = [key for key in changed if key not in values]
+    if followed:
+        names = ", ".join(sorted(assigned))
+        notice(f"--cfg-options {names}: as if edited in the config; {', '.join(followed)} followed")
+    return followed
+
+
+def merge_cfg_options(cfg: Config, options: dict, merge: Any = Config.merge_from_dict) -> dict:
+    """``--cfg-options`` as hamseg's tools read them: every key checked (:func:`check_key`; a
+    leading ``+`` adds a new key), the config's variables set as if edited, then mmengine's
+    merge; ``data_root=PATH`` also moves every dataset that had the variable's old value, and
+    ``max_iters=N`` the loop, the ``by_epoch=False`` schedulers' ends and the val/checkpoint
+    intervals that had the old length (a warm-up that no longer fits becomes a tenth of the run).
+    The options as merged (without ``+``)."""
+    for key in options:
+        if not key.startswith("+") and key not in OWN_RULES:
+            check_key(cfg, key)
+    options = {key.removeprefix("+"): value for key, value in options.items()}
+    apply_config_variables(cfg, options)
+    old_root = cfg.get("data_root")
+    old_iters = cfg.get("max_iters", (cfg.get("train_cfg") or {}).get("max_iters"))
+    merge(cfg, options)
+    if "max_iters" in options:
+        n = options["max_iters"]
+        train, hooks = cfg.get("train_cfg") or {}, cfg.get("default_hooks") or {}
+        schedulers = cfg.get("param_scheduler") or []
+        schedulers = [schedulers] if isinstance(schedulers, dict) else schedulers
+        schedulers = [s for s in schedulers if s.get("by_epoch") is False]
+        places = [(train, "max_iters"), (train, "val_interval")]
+        places += [(hooks.get("checkpoint") or {}, "interval"), *((s, "end") for s in schedulers)]
+        for node, key in places:
+            if node.get(key) == old_iters:
+                node[key] = n
+        for sched in schedulers:  # a warm-up longer than the run: a tenth of it
+            if sched.get("end", 0) > n:
+                sched["end"] = max(1, n // 10)
+            if sched.get("begin", 0) >= n:
+                sched["begin"] = max(1, n // 10)
+    if "data_root" in options:
+        new = options["data_root"]
+        moved = False
+        for _, dataset in split_datasets(cfg, SPLITS):
+            if old_root is not None and dataset.get("data_root") == old_root:
+                dataset["data_root"] = new
+            moved = moved or dataset.get("data_root") == new
+        if not moved:
+            raise UsageError(
+                f"--cfg-options data_root={new}: no dataset of this config uses its data_root "
+                f"variable ({old_root!r}); set <split>_dataloader.dataset.data_root=PATH instead"
+            )
+    return options

@@ -1,1 +1,0 @@
-"""Command-line tools (a checkout's; not installed as a Python package)."""
