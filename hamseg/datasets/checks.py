@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import os.path as osp
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -221,6 +222,20 @@ def data_cfg_options(options: Sequence[str]) -> list[str]:
             keep = key.split(".")[0] not in RUNNER_KEYS and not model
         kept += [word] if keep else []
     return ["--cfg-options", *kept] if kept else []
+
+
+def sample_error(err: BaseException) -> Optional[str]:
+    """The one line of an error that a bad file raised while loading (also from a DataLoader
+    worker, whose message ends with the original one): hamseg's, or mmcv's for a missing file or
+    an image it cannot decode; None for any other error."""
+    text = str(err).strip()  # a worker's: torch's wrapper, the traceback, "Type: message"
+    line = re.sub(r"^[\w.]+(Error|Exception): ", "", text.splitlines()[-1] if text else "")
+    missing = isinstance(err, FileNotFoundError) and "No such file or directory" in line
+    if isinstance(err, InvalidSampleError) or missing:
+        return line
+    if isinstance(err, AssertionError) and line.startswith("failed to load image: "):
+        return f"image file {line.split(': ', 1)[1]!r} is corrupt or not an image"
+    return None
 
 
 @dataclass

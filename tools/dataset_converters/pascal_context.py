@@ -14,25 +14,31 @@ import os
 import os.path as osp
 import re
 import sys
+from contextlib import nullcontext
 from functools import partial
+from multiprocessing import Pool
 
 import numpy as np
-from mmseg.datasets import PascalContextDataset59
 from PIL import Image
 from scipy.io import loadmat
+from tqdm import tqdm
 
-from hamseg.cli import run_cli
-from hamseg.datasets.loading import InvalidSampleError
-from hamseg.utils.errors import UsageError
-from hamseg.utils.progress_map import map_with_progress
-
-#: The ids (labels.txt numbering, 459 labels) of mmseg's PascalContextDataset59 classes, in order.
+#: The 59 classes of mmseg's PascalContextDataset59, in its order, and their ids in labels.txt.
+NAMES = "aeroplane bag bed bedclothes bench bicycle bird boat book bottle building bus cabinet car"
+NAMES += " cat ceiling chair cloth computer cow cup curtain dog door fence floor flower food grass"
+NAMES += " ground horse keyboard light motorbike mountain mouse person plate platform pottedplant"
+NAMES += " road rock sheep shelves sidewalk sign sky snow sofa table track train tree truck"
+NAMES += " tvmonitor wall water window wood"
 IDS = "2 9 18 19 22 23 25 31 33 34 44 45 46 59 65 68 72 80 85 98 104 105 113 115 144 158 159 162"
 IDS += " 187 189 207 220 232 258 259 260 284 295 296 308 324 326 347 349 354 355 360 366 368 397"
 IDS += " 415 416 420 424 427 440 445 454 458"
-CONTEXT59 = list(zip(map(int, IDS.split()), PascalContextDataset59.METAINFO["classes"]))
+CONTEXT59 = list(zip(map(int, IDS.split()), NAMES.split()))
 LUT = np.zeros(460, np.uint8)  # full-label id -> 0 (background) .. 59
 LUT[[i for i, _ in CONTEXT59]] = np.arange(1, 60)
+
+
+class ConversionError(Exception):
+    """A download file that cannot be converted: one line naming it (exit code 2)."""
 
 
 def mat_to_png(image_id: str, mat_dir: str, out_dir: str) -> None:
@@ -42,12 +48,12 @@ def mat_to_png(image_id: str, mat_dir: str, out_dir: str) -> None:
     try:
         label = np.asarray(loadmat(path)["LabelMap"])
     except KeyError:
-        raise InvalidSampleError(f"{what} holds no 'LabelMap' variable") from None
+        raise ConversionError(f"{what} holds no 'LabelMap' variable") from None
     except Exception as err:  # scipy raises several types for a damaged file
         reason = " ".join(f"{type(err).__name__}: {err}".split())
-        raise InvalidSampleError(f"{what} cannot be read ({reason})") from None
+        raise ConversionError(f"{what} cannot be read ({reason})") from None
     if label.size and (label.min() < 0 or label.max() > 459):
-        raise InvalidSampleError(
+        raise ConversionError(
             f"{what}: LabelMap values must be in 0..459, got {label.min()}..{label.max()}"
         )
     Image.fromarray(LUT[label.astype(np.int64)]).save(osp.join(out_dir, image_id + ".png"))
@@ -65,7 +71,9 @@ def check_labels(path: str) -> None:
         if squash("", names.get(i, "").lower()) != squash("", n.lower())
     ]
     if bad:
-        raise UsageError(f"{path} names other classes ({'; '.join(bad)}); --no-label-check skips")
+        raise ConversionError(
+            f"{path} names other classes ({'; '.join(bad)}); --no-label-check skips"
+        )
 
 
 def read_split(json_path: str, voc2010: str) -> tuple[dict[str, list[str]], str]:
@@ -124,7 +132,9 @@ def main() -> None:
     os.makedirs(out_dir, exist_ok=True)
     work = partial(mat_to_png, mat_dir=mat_dir, out_dir=out_dir)
     ids = split["train"] + split["val"]
-    map_with_progress(work, ids, args.nproc, "Context .mat -> PNG", chunksize=32)
+    with Pool(args.nproc) if args.nproc > 1 else nullcontext() as pool:
+        done = pool.imap(work, ids, chunksize=32) if pool else map(work, ids)
+        list(tqdm(done, total=len(ids), desc="Context .mat -> PNG"))
     print(
         f"{len(ids)} PNGs in {out_dir}; train {len(split['train'])}, val {len(split['val'])} "
         f"images (split from {source}; the full data give 4998 / 5105)."
@@ -132,4 +142,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    run_cli(main)
+    try:
+        main()
+    except (ConversionError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)

@@ -11,18 +11,28 @@ import argparse
 import os
 import os.path as osp
 import sys
+from contextlib import nullcontext
 from functools import partial
+from multiprocessing import Pool
 
 import numpy as np
 from PIL import Image
 from scipy.io import loadmat
-
-from hamseg.cli import run_cli
-from hamseg.datasets.loading import InvalidSampleError
-from hamseg.utils.progress_map import map_with_progress
+from tqdm import tqdm
 
 TRAINAUG_LEN, VOC_TRAIN_LEN = 10582, 1464  # the real lists (paper App. D: 10,582 images)
 RELEASE_AUG_LEN = 12031  # SBD's 11,355 maps + VOC's 2,913 trainval labels - 2,237 in both
+
+
+class ConversionError(Exception):
+    """A download file that cannot be converted: one line naming it (exit code 2)."""
+
+
+def convert_all(work, ids: list[str], nproc: int, desc: str) -> list[str]:
+    """``work(id)`` for every id, in ``nproc`` processes, with a progress bar."""
+    with Pool(nproc) if nproc > 1 else nullcontext() as pool:
+        done = pool.imap(work, ids, chunksize=32) if pool else map(work, ids)
+        return list(tqdm(done, total=len(ids), desc=desc))
 
 
 def read_list(path: str) -> list[str]:
@@ -39,15 +49,15 @@ def sbd_to_png(image_id: str, mat_dir: str, out_dir: str) -> str:
     try:
         label = loadmat(path, squeeze_me=True, struct_as_record=False)["GTcls"]
     except KeyError:
-        raise InvalidSampleError(f"SBD class map {path!r} holds no 'GTcls' variable") from None
+        raise ConversionError(f"SBD class map {path!r} holds no 'GTcls' variable") from None
     except Exception as err:  # scipy raises several types for a damaged file
         reason = " ".join(f"{type(err).__name__}: {err}".split())
-        raise InvalidSampleError(
+        raise ConversionError(
             f"SBD class map {path!r} cannot be read ({reason}); extract it again from the release"
         ) from None
     label = getattr(label, "Segmentation", None)
     if label is None or np.ndim(label) != 2:
-        raise InvalidSampleError(f"SBD class map {path!r} holds no 2-D GTcls.Segmentation")
+        raise ConversionError(f"SBD class map {path!r} holds no 2-D GTcls.Segmentation")
     Image.fromarray(np.asarray(label).astype(np.uint8)).save(osp.join(out_dir, image_id + ".png"))
     return image_id
 
@@ -59,14 +69,14 @@ def copy_voc_label(image_id: str, voc_dir: str, out_dir: str) -> str:
         with Image.open(path) as image:
             mode, label = image.mode, np.array(image)
     except OSError as err:
-        raise InvalidSampleError(f"VOC label {path!r} cannot be read ({err})") from None
+        raise ConversionError(f"VOC label {path!r} cannot be read ({err})") from None
     if label.ndim != 2 or mode not in ("P", "L"):
-        raise InvalidSampleError(
+        raise ConversionError(
             f"VOC label {path!r} is a {mode!r}-mode image: VOC 2012's SegmentationClass PNGs hold "
             "class indices (palette mode); extract it again from VOCtrainval_11-May-2012.tar"
         )
     if bad := sorted(set(np.unique(label).tolist()) - set(range(21)) - {255}):
-        raise InvalidSampleError(f"VOC label {path!r} holds values {bad} outside 0..20 and 255")
+        raise ConversionError(f"VOC label {path!r} holds values {bad} outside 0..20 and 255")
     Image.fromarray(label.astype(np.uint8)).save(osp.join(out_dir, image_id + ".png"))
     return image_id
 
@@ -99,14 +109,14 @@ def main() -> None:
     os.makedirs(out_dir, exist_ok=True)
     work = partial(sbd_to_png, mat_dir=mat_dir, out_dir=out_dir)
     ids = sorted(n[:-4] for n in os.listdir(mat_dir) if n.endswith(".mat"))
-    converted = map_with_progress(work, ids, args.nproc, "SBD .mat -> PNG", chunksize=32)
+    converted = convert_all(work, ids, args.nproc, "SBD .mat -> PNG")
     if missing := sorted(sbd - set(converted)):
         raise FileNotFoundError(
             f"{len(missing)} SBD images of dataset/train.txt + val.txt have no .mat in "
             f"{mat_dir}, e.g. {missing[:5]}"
         )
     work = partial(copy_voc_label, voc_dir=osp.join(voc, "SegmentationClass"), out_dir=out_dir)
-    written = map_with_progress(work, trainval, args.nproc, "VOC labels -> PNG", chunksize=32)
+    written = convert_all(work, trainval, args.nproc, "VOC labels -> PNG")
     lists = {"aug": sbd - train - val, "trainaug": (train | sbd) - val}
     for name, listed in lists.items():
         with open(osp.join(sets, f"{name}.txt"), "w") as f:
@@ -128,4 +138,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    run_cli(main)
+    try:
+        main()
+    except (ConversionError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
