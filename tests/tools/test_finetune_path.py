@@ -29,6 +29,22 @@ CLASSES_CHILD = CHILDREN[2]
 TIMEOUT = 600
 
 
+def write_sample(root: str, image: str, label_path: str, h: int, w: int, rng, bad: int = 0) -> None:
+    """An odd-sized 3-class image (a colour per class, noise) and its label map; ``bad``: a
+    label value written into the top-left pixel."""
+    label = np.zeros((h, w), np.uint8)
+    label[4:18, 5:20] = 1
+    label[h - 15 : h - 3, w - 16 : w - 2] = 2
+    img = np.array([[90, 90, 90], [40, 40, 220], [220, 90, 40]])[label] + rng.integers(
+        -20, 20, (h, w, 3)
+    )
+    for path in (image, label_path):
+        os.makedirs(osp.dirname(osp.join(root, path)), exist_ok=True)
+    cv2.imwrite(osp.join(root, image), img.clip(0, 255).astype(np.uint8))
+    label[0, 0] = bad or label[0, 0]
+    cv2.imwrite(osp.join(root, label_path), label)
+
+
 def write_mask_layout(
     root: str, bad_label: bool = False, drop_label: bool = False, bad_value: int = 7
 ) -> str:
@@ -36,22 +52,12 @@ def write_mask_layout(
     sizes, 3 classes. ``bad_label`` writes ``bad_value`` into one val and one train mask;
     ``drop_label`` deletes one val mask."""
     rng = np.random.default_rng(0)
-    colours = np.array([[90, 90, 90], [40, 40, 220], [220, 90, 40]], np.uint8)
     for split, n in (("train", 4), ("val", 3)):
-        os.makedirs(osp.join(root, "images", split))
-        os.makedirs(osp.join(root, "masks", split))
         for i in range(n):
-            h, w = 41 + 4 * i, 47 + 2 * i
-            label = np.zeros((h, w), np.uint8)
-            label[4:18, 5:20] = 1
-            label[h - 15 : h - 3, w - 16 : w - 2] = 2
-            img = colours[label].astype(np.int16) + rng.integers(-20, 20, (h, w, 3))
-            cv2.imwrite(
-                osp.join(root, "images", split, f"{i:03d}.jpg"), img.clip(0, 255).astype(np.uint8)
+            paths = (f"images/{split}/{i:03d}.jpg", f"masks/{split}/{i:03d}_mask.png")
+            write_sample(
+                root, *paths, 41 + 4 * i, 47 + 2 * i, rng, bad_value * (bad_label and i == 1)
             )
-            if bad_label and i == 1:
-                label[0, 0] = bad_value
-            cv2.imwrite(osp.join(root, "masks", split, f"{i:03d}_mask.png"), label)
     if drop_label:
         os.remove(osp.join(root, "masks", "val", "002_mask.png"))
     return root
@@ -63,36 +69,19 @@ SPLIT_FILES = osp.join(REPO, "configs", "custom", "hamhead-nmf_r18-d8_custom-spl
 def write_flat_layout(root: str) -> str:
     """A flat layout: images/NAME.jpg, masks/NAME_mask.png, splits/{train,val}.txt listing the
     names (4 train, 3 val, interleaved), odd sizes, 3 classes."""
-    os.makedirs(osp.join(root, "images"))
-    os.makedirs(osp.join(root, "masks"))
     os.makedirs(osp.join(root, "splits"))
     rng = np.random.default_rng(1)
-    colours = np.array([[90, 90, 90], [40, 40, 220], [220, 90, 40]], np.uint8)
     names = {"train": [], "val": []}
     for i in range(7):
         name = f"field_{i:02d}"
-        h, w = 39 + 4 * i, 45 + 2 * i
-        label = np.zeros((h, w), np.uint8)
-        label[3:17, 4:19] = 1
-        label[h - 14 : h - 2, w - 15 : w - 1] = 2
-        img = colours[label].astype(np.int16) + rng.integers(-20, 20, (h, w, 3))
-        cv2.imwrite(osp.join(root, "images", f"{name}.jpg"), img.clip(0, 255).astype(np.uint8))
-        cv2.imwrite(osp.join(root, "masks", f"{name}_mask.png"), label)
+        write_sample(
+            root, f"images/{name}.jpg", f"masks/{name}_mask.png", 39 + 4 * i, 45 + 2 * i, rng
+        )
         names["val" if i % 2 else "train"].append(name)
     for split, listed in names.items():
         with open(osp.join(root, "splits", f"{split}.txt"), "w") as f:
             f.write("\n".join(listed) + "\n")
     return root
-
-
-def flat_options(root: str) -> list[str]:
-    """--cfg-options for the flat layout with the split-file child: data_root (every split) and
-    the suffix a user sets in their copy of the template; nothing about folders or splits."""
-    opts = [f"data_root={root}", "load_from=None", "default_hooks.visualization.draw=False"]
-    for loader in ("train_dataloader", "val_dataloader", "test_dataloader"):
-        opts += [f"{loader}.dataset.seg_map_suffix=_mask.png", f"{loader}.num_workers=0"]
-        opts += [f"{loader}.persistent_workers=False"]
-    return opts
 
 
 def layout_options(root: str, workers: int = 1) -> list[str]:
@@ -142,7 +131,7 @@ def trained(tmp_path_factory) -> tuple[str, str]:
     return root, osp.join(work, "iter_2.pth")
 
 
-@pytest.mark.parametrize("tta", [False, True])
+@pytest.mark.parametrize("tta", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_checkpoint_of_another_class_count_stops_test_with_one_line(tmp_path, tta):
     root = write_mask_layout(str(tmp_path / "data"))
     ckpt = make_checkpoint(str(tmp_path / "seven.pth"))  # the demo's 7 classes
@@ -186,6 +175,7 @@ def test_a_file_gone_bad_after_the_scan_is_one_line_naming_it_and_the_validate_c
     assert line.endswith(f"; list every bad file at once: {again}"), line
 
 
+@pytest.mark.slow
 def test_classes_child_config_sets_the_class_count_of_head_data_and_label_check(tmp_path):
     """The class-count child: 4 classes in the head, the metainfo (per-class results) and the
     data scan (a 4 is outside [0, 4))."""
@@ -282,24 +272,6 @@ def test_split_file_child_config_reads_the_listed_names_of_a_flat_layout(tmp_pat
         "no problems in 3 val samples",
         "test: the val samples (checked above)",
     ]
-
-
-@pytest.mark.slow
-def test_split_file_child_config_trains_on_a_flat_mask_suffix_layout(tmp_path):
-    root = write_flat_layout(str(tmp_path / "data"))
-    opts = flat_options(root) + [
-        "train_cfg.max_iters=2",
-        "train_cfg.val_interval=2",
-        "param_scheduler.1.end=2",
-        "train_dataloader.batch_size=2",
-    ]
-    work = str(tmp_path / "w")
-    proc = run("tools/train.py", SPLIT_FILES, "--work-dir", work, "--cfg-options", *opts)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert osp.isfile(osp.join(work, "iter_2.pth"))
-    log = proc.stdout + proc.stderr
-    assert "per class results" in log
-    assert "Iter(val) [3/3]" in log  # the 3 names of splits/val.txt, not a folder
 
 
 SEGNEXT = osp.join(REPO, "configs", "custom", "segnext_mscan-t_custom.py")

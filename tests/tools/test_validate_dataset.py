@@ -14,7 +14,7 @@ import pytest
 
 import hamseg  # noqa: F401  (before mmseg)
 from hamseg.cli import build_config
-from hamseg.datasets.checks import DatasetNotFoundError, validate_splits
+from hamseg.datasets.checks import validate_splits
 from tests.conftest import REPO, TINY_FCN, write_tiny_dataset
 
 VALIDATE = osp.join(REPO, "tools", "validate_dataset.py")
@@ -62,36 +62,6 @@ def test_data_root_option_moves_every_split_and_every_split_is_read(roots):
     missing = run_validate(config, "--cfg-options", f"data_root={bad}/nowhere")
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1
     assert f"data_root folder {bad}/nowhere" in missing.stderr
-
-
-def test_split_restricts_and_the_config_root_is_used_without_the_option(roots):
-    config, good, bad = roots
-    reports = validate_splits(build_config(config), progress=False)
-    assert [r.summary() for r in reports] == [
-        "no problems in 6 train samples",
-        "no problems in 2 val samples",
-        "test: the val samples (checked above)",
-    ]
-    cfg = build_config(config, {"data_root": bad})
-    assert [r.summary() for r in validate_splits(cfg, ["val"], progress=False)] == [
-        "1 problem in 2 val samples"
-    ]
-    with pytest.raises(DatasetNotFoundError, match=r"no test_dataloader .* defines: train"):
-        validate_splits(
-            build_config(config, {"test_dataloader": None, "val_dataloader": None}), ["test"]
-        )
-
-
-def test_data_root_together_with_the_same_per_split_root(roots):
-    """data_root=X with <split>_dataloader.dataset.data_root=X (both ways a user may write it)
-    means X, not the error that no dataset uses the data_root variable."""
-    config, _, bad = roots
-    options = {"data_root": bad}
-    options.update({f"{s}_dataloader.dataset.data_root": bad for s in ("train", "val", "test")})
-    cfg = build_config(config, options)
-    assert [cfg[f"{s}_dataloader"].dataset.data_root for s in ("train", "val", "test")] == [bad] * 3
-    summaries = [r.summary() for r in validate_splits(cfg, progress=False)]
-    assert summaries[:2] == ["1 problem in 6 train samples", "1 problem in 2 val samples"]
 
 
 CUSTOM = osp.join(REPO, "configs", "custom", "hamhead-nmf_r18-d8_custom.py")
