@@ -41,6 +41,8 @@ def main() -> None:
     args = p.parse_args()
     options = ("size", "num_train", "num_val", "seed", "min_objects", "max_objects")
     cfg = ContextShapesConfig(**{k: getattr(args, k) for k in options})
+    if not 1 <= cfg.min_objects <= cfg.max_objects or min(cfg.size, cfg.num_train) < 1:
+        p.error("need --size, --num-train >= 1 and 1 <= --min-objects <= --max-objects")
     generate_context_shapes(args.out_dir, cfg, progress=not args.no_progress)
     print(f"wrote {cfg.num_train} train + {cfg.num_val} val images to {args.out_dir}")
     if args.preview:
