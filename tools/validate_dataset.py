@@ -5,51 +5,36 @@
     python tools/validate_dataset.py MY_CONFIG --cfg-options data_root=PATH   # moves every split
     python tools/validate_dataset.py MY_CONFIG --write-splits --val-fraction 0.2   # flat layout
 
-Folders, split files and num_classes first, then each image and label: readable, complete, the
-same size, labels in [0, num_classes) or the ignore index (docs/robustness.md). A split with the
-same datasets as an earlier one is not read twice. Exit code 0: clean, 1: problems found, 2: the
-dataset or config is missing (one line). ``--write-splits`` first writes the train and val split
-files of a flat layout (one image folder, one label folder: the custom template with split_dir
-set), a ``--val-fraction`` of the labelled images to val, shuffled with ``--seed``; it never
-replaces a split file.
+Folders, split files and class counts first, then each image and label: readable, complete, the
+same size, label values in [0, num_classes) or the ignore index (docs/custom_dataset.md). Exit
+code 0: clean, 1: problems found (one line each), 2: the config or dataset is missing or wrong
+(one line). ``--write-splits`` first writes the train/val split files of a flat layout (the
+custom template with split_dir set); it never replaces a split file.
 """
 
 import argparse
-import os.path as osp
 import sys
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))  # run from a checkout
+from mmengine.config import DictAction
 
-import hamseg  # noqa: E402,F401  (adapts the stack, registers hamseg; before mmseg is used)
-
-# isort: split
-from mmengine.config import DictAction  # noqa: E402
-
-from hamseg.cli import CLIError, build_config, run_cli  # noqa: E402
-from hamseg.datasets.checks import validate_splits  # noqa: E402
-from hamseg.utils.config import SPLITS  # noqa: E402
-from tools.lib.splits import write_split_files  # noqa: E402
+from hamseg.cli import CLIError, build_config, run_cli
+from hamseg.datasets.checks import validate_splits
+from hamseg.datasets.splits import write_split_files
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="Check every sample of a config's datasets")
     parser.add_argument("config", help="config file")
-    parser.add_argument(
-        "--split", nargs="+", choices=SPLITS, help="only these splits (default: every one defined)"
-    )
+    parser.add_argument("--split", nargs="+", choices=("train", "val", "test"), help="only these")
     parser.add_argument("--workers", type=int, default=1, help="processes reading files")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument(
-        "--cfg-options", nargs="+", action=DictAction, help="override config keys: key=value"
-    )
+    parser.add_argument("--cfg-options", nargs="+", action=DictAction, help="key=value overrides")
     parser.add_argument(
         "--write-splits",
         action="store_true",
         help="first write the train/val split files of a flat layout (never over existing ones)",
     )
-    parser.add_argument(
-        "--val-fraction", type=float, help="with --write-splits: the share for val (default 0.2)"
-    )
+    parser.add_argument("--val-fraction", type=float, help="with --write-splits (default 0.2)")
     parser.add_argument("--seed", type=int, default=0, help="with --write-splits: shuffle seed")
     args = parser.parse_args()
     if args.val_fraction is not None and not args.write_splits:
@@ -57,7 +42,7 @@ def main() -> int:
     cfg = build_config(args.config, args.cfg_options)
     if args.write_splits:
         fraction = 0.2 if args.val_fraction is None else args.val_fraction
-        print(write_split_files(cfg, fraction, args.seed).summary())
+        print(write_split_files(cfg, fraction, args.seed))
     reports = validate_splits(cfg, args.split, workers=args.workers, progress=not args.no_progress)
     for report in reports:
         print(*report.problems, report.summary(), sep="\n")

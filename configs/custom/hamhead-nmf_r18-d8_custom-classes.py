@@ -3,7 +3,6 @@
 # keeps your copy's colours and adds one per added class. Setting `classes` alone changes nothing
 # (your copy computed its head and dataloaders when it was read), and the tools refuse it in one
 # line; from the command line, --cfg-options classes=... palette=... on your copy does it all.
-# The checked label loader takes the head's class count.
 # Inherit your copy of the template instead of the template.
 _base_ = ["./hamhead-nmf_r18-d8_custom.py"]
 classes = ("background", "cat", "dog", "bird")  # EDIT: index i = label value i

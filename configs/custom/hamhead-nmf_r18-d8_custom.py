@@ -24,10 +24,8 @@ load_from = "work_dirs/demo/hamhead-nmf_r18-d8_context-shapes/iter_500.pth"
 
 num_classes = len(classes)
 model = dict(decode_head=dict(num_classes=num_classes))
-# Checked loaders: a label outside [0, num_classes) other than 255, a corrupt or missing file,
-# an image/label size mismatch stop with one line naming the file. The label loader takes the
-# decode head's class count (hamseg's tools fill it in), so a child config changes the class
-# count in the head and the datasets' metainfo alone (*_custom-classes.py).
+# mmseg's loaders; the scan before iteration 1 (tools/validate_dataset.py) names a label outside
+# [0, num_classes) other than 255, a corrupt or missing file, an image/label size mismatch.
 load_image = dict(type="LoadImageFromFile")
 load_labels = dict(type="LoadAnnotations")
 train_pipeline = [

@@ -1,6 +1,6 @@
 # Fine-tune a SegNeXt-T (MSCAN-T + HamLightHead) on your own dataset: the light model most people
 # fine-tune. Copy hamhead-nmf_r18-d8_custom.py, edit its EDIT lines, and point _base_ below at your
-# copy: the data part (layout, classes, checked loaders, tta_pipeline, schedule) comes from there;
+# copy: the data part (layout, classes, loaders, tta_pipeline, schedule) comes from there;
 # this file only swaps the model (docs/custom_dataset.md, "SegNeXt-T").
 _base_ = ["./hamhead-nmf_r18-d8_custom.py"]
 # EDIT: a SegNeXt-T checkpoint to start from (the demo's: python tools/run_demo.py --config

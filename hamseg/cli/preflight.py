@@ -15,11 +15,11 @@ from collections.abc import Iterator, Sequence
 from mmengine.config import Config
 from mmengine.dist import get_world_size, is_distributed
 
-from hamseg.datasets.checks import validate_splits
+from hamseg.datasets.checks import data_cfg_options, sample_error, validate_splits
 from hamseg.datasets.loading import InvalidSampleError
 from hamseg.utils.config import defined_splits
 
-from .common import CLIError, notice, user_message
+from .common import CLIError, notice
 
 
 def cfg_options_argv(argv: Sequence[str]) -> list[str]:
@@ -40,7 +40,7 @@ def cfg_options_argv(argv: Sequence[str]) -> list[str]:
 def validate_command(config: str, argv: Sequence[str] | None = None) -> str:
     """tools/validate_dataset.py on ``config`` with the ``--cfg-options`` of ``argv`` (default:
     this command line): the command that lists every bad sample of what this run reads."""
-    options = cfg_options_argv(sys.argv[1:] if argv is None else argv)
+    options = data_cfg_options(cfg_options_argv(sys.argv[1:] if argv is None else argv))
     return shlex.join(["python", "tools/validate_dataset.py", config, *options])
 
 
@@ -65,9 +65,11 @@ def naming_validate_dataset(config: str) -> Iterator[None]:
     """A bad sample met while running also names the command that lists every bad file."""
     try:
         yield
-    except InvalidSampleError as err:
+    except Exception as err:
+        if (line := sample_error(err)) is None:
+            raise
         raise InvalidSampleError(
-            f"{user_message(err)}; list every bad file at once: {validate_command(config)}"
+            f"{line}; list every bad file at once: {validate_command(config)}"
         ) from None
 
 

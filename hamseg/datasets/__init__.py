@@ -1,10 +1,5 @@
-"""Datasets and checked loading transforms that hamseg registers into mmseg."""
+"""The data checks and the Context Shapes demo dataset that hamseg registers into mmseg."""
 
 from .context_shapes import ContextShapesDataset
-from .loading import CheckedLoadAnnotations, CheckedLoadImageFromFile
 
-__all__ = [
-    "CheckedLoadAnnotations",
-    "CheckedLoadImageFromFile",
-    "ContextShapesDataset",
-]
+__all__ = ["ContextShapesDataset"]

@@ -1,18 +1,17 @@
-"""Data checks of a config before anything heavy runs (:func:`check_dataset_paths`), and of every
-sample of its splits (:func:`validate_splits`). docs/robustness.md.
-"""
+"""The data checks of a config (:func:`check_dataset_paths`: folders, split files, class counts,
+label-free splits) and of every sample of its splits (:func:`validate_splits`: the scan before
+iteration 1 and tools/validate_dataset.py). Each problem is one line naming the file or option."""
 
 from __future__ import annotations
 
-import copy
 import inspect
 import os.path as osp
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
-import mmengine.logging
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
 from mmseg.registry import DATASETS, METRICS
@@ -28,34 +27,16 @@ from hamseg.utils.config import (
 from hamseg.utils.messages import first_items
 from hamseg.utils.progress_map import map_with_progress
 
-from .loading import CheckedLoadAnnotations, CheckedLoadImageFromFile, InvalidSampleError
+from .loading import InvalidSampleError, label_problems, read_image
 
-#: Where the converters and the configs put each known dataset by default.
-DEVKIT = "data/VOCdevkit"
+DEVKIT = "data/VOCdevkit"  # where the converters and the configs put each dataset by default
 SHAPES = "data/context_shapes"
-
-
-def prepare_commands(devkit: str = DEVKIT, shapes: str = SHAPES) -> dict[str, str]:
-    """Exact commands (run from the repository root) that prepare each known dataset, VOC's into
-    ``devkit`` and Context Shapes into ``shapes``: 'voc_aug', 'pascal_context', 'context_shapes'."""
-
-    def command(script: str, *args: str) -> str:
-        return "python " + shlex.join([f"tools/dataset_converters/{script}", *args])
-
-    context_json = osp.join(devkit, "VOC2010", "trainval_merged.json")
-    out = () if osp.normpath(shapes) == SHAPES else ("--out-dir", shapes)
-    return {
-        "voc_aug": command("voc_aug.py", devkit, osp.join(devkit, "VOCaug")),
-        "pascal_context": command("pascal_context.py", devkit, context_json),
-        "context_shapes": command("generate_context_shapes.py", *out),
-    }
-
-
-#: mmcv/mmseg loader -> hamseg's checked drop-in (same arguments), and what the scan reads of it.
-UPGRADES = {
-    "LoadImageFromFile": (CheckedLoadImageFromFile, ("imdecode_backend",)),
-    "LoadAnnotations": (CheckedLoadAnnotations, ("imdecode_backend", "ignore_index")),
-}
+#: Runner settings that do not change what tools/validate_dataset.py reads.
+RUNNER_KEYS = {"work_dir", "load_from", "resume", "optim_wrapper", "param_scheduler", "train_cfg"}
+RUNNER_KEYS |= {"val_cfg", "test_cfg", "default_hooks", "custom_hooks", "log_processor", "env_cfg"}
+RUNNER_KEYS |= {"log_level", "visualizer", "randomness", "launcher", "auto_scale_lr", "tta_model"}
+HEAD_KEYS = ("num_classes", "ignore_index")
+RUNNER_KEYS |= {"max_iters", "val_interval", "checkpoint_interval", "compile", "strategy"}
 
 
 class DatasetNotFoundError(FileNotFoundError):
@@ -66,104 +47,42 @@ class ClassCountError(ValueError):
     """A head's ``num_classes`` differs from the number of classes of a configured dataset."""
 
 
-def _upgrade(node: Any, num_classes: Optional[int], ignore_index: int, done: list[str]) -> None:
-    """Replace the unchecked loaders in a pipeline (nested lists/dicts too), in place."""
-    if isinstance(node, (list, tuple)):
-        for value in node:
-            _upgrade(value, num_classes, ignore_index, done)
-        return
-    if not isinstance(node, dict):
-        return
-    kind = node.get("type")
-    if isinstance(kind, str):
-        scope, _, name = kind.rpartition(".")
-        new = f"{'mmseg.' if scope else ''}Checked{name}"  # hamseg registers into mmseg
-    else:  # a class (pure-Python configs) of mmcv or mmseg
-        name = getattr(kind, "__name__", "")
-        name = name if getattr(kind, "__module__", "").split(".")[0] in ("mmcv", "mmseg") else ""
-        new = UPGRADES.get(name, (None,))[0]
-    if name == "CheckedLoadAnnotations" and node.get("num_classes") is None and num_classes:
-        node.update(num_classes=num_classes, ignore_index=node.get("ignore_index", ignore_index))
-        done.append(f"CheckedLoadAnnotations(num_classes={num_classes}, from the decode head)")
-    elif name == "LoadAnnotations" and num_classes is not None:  # else nothing to check against
-        node.update(type=new, num_classes=num_classes)
-        node.setdefault("ignore_index", ignore_index)
-        done.append(
-            f"{name} -> Checked{name}(num_classes={num_classes}, "
-            f"ignore_index={node['ignore_index']})"
-        )
-    elif name == "LoadImageFromFile":
-        node["type"] = new
-        done.append(f"{name} -> Checked{name}")
-    elif name != "CheckedLoadAnnotations":
-        for value in node.values():
-            _upgrade(value, num_classes, ignore_index, done)
+def prepare_commands(devkit: str = DEVKIT, shapes: str = SHAPES) -> dict[str, str]:
+    """The commands that prepare VOC (into ``devkit``) and Context Shapes (into ``shapes``)."""
+    tool = "python tools/dataset_converters/"
+    context_json = osp.join(devkit, "VOC2010", "trainval_merged.json")
+    out = "" if osp.normpath(shapes) == SHAPES else " " + shlex.join(["--out-dir", shapes])
+    return {
+        "voc_aug": tool + shlex.join(["voc_aug.py", devkit, osp.join(devkit, "VOCaug")]),
+        "pascal_context": tool + shlex.join(["pascal_context.py", devkit, context_json]),
+        "context_shapes": f"{tool}generate_context_shapes.py{out}",
+    }
 
 
-def use_checked_loaders(cfg: Config, splits: Optional[Sequence[str]] = None) -> list[str]:
-    """Make the splits' pipelines (default: all) load with the checked drop-ins (same arguments;
-    the label loader gets the decode head's ``num_classes`` / ``ignore_index``, else the dataset's
-    class count and 255, else stays mmseg's), in place; one info line; '<split>: <change>'s."""
-    head = next((head for _, head in heads(cfg.get("model"))), None)
-    replaced: list[str] = []
-    for split, dataset_cfg in split_datasets(cfg, splits):
-        classes = dataset_classes(dataset_cfg)
-        num_classes = int(head["num_classes"]) if head else len(classes) if classes else None
-        ignore_index = int(head.get("ignore_index", 255)) if head else 255
-        done: list[str] = []
-        _upgrade(dataset_cfg.get("pipeline"), num_classes, ignore_index, done)
-        replaced += [f"{split}: {change}" for change in done]
-    if replaced:
-        where = dict.fromkeys(entry.split(": ", 1)[0] for entry in replaced)
-        changes = dict.fromkeys(entry.split(": ", 1)[1] for entry in replaced)
-        mmengine.logging.print_log(
-            f"{', '.join(where)} data: loading with hamseg's checked transforms, same arguments "
-            f"({'; '.join(changes)}): a missing or corrupt file or a bad label value stops with "
-            "one line naming the file.",
-            logger="current",
-        )
-    return replaced
-
-
-def prepare_hint(dataset_cfg: dict, path: str) -> str:
-    """The command (or document) that prepares the dataset a missing ``path`` belongs to, into
-    the dataset's data_root (a data_root moved by ``--cfg-options`` included)."""
+def prepare_hint(dataset_cfg: dict) -> str:
+    """What prepares the dataset of ``dataset_cfg`` where it is read (a moved data_root too)."""
     kind = str(dataset_cfg.get("type", ""))
-    text = " ".join(str(dataset_cfg.get(k, "")) for k in ("type", "data_root", "ann_file"))
-    text = f"{text} {path}".lower().replace("\\", "/")
-    voc = "voc" in text or kind == "PascalVOCDataset"
+    text = f"{kind} {dataset_cfg.get('data_root')} {dataset_cfg.get('ann_file')}".lower()
     root = osp.normpath(str(dataset_cfg.get("data_root") or SHAPES))
     devkit = osp.dirname(root) if osp.basename(root) in ("VOC2012", "VOC2010") else DEVKIT
     commands = prepare_commands(devkit, root)
+    after = " (after the downloads data/README.md lists)"
     if "context_shapes" in text or kind == "ContextShapesDataset":
         return f"Generate it with: {commands['context_shapes']}"
-    if "voc2010" in text or "pascalcontext" in kind.lower():
-        return (
-            f"Prepare it with: {commands['pascal_context']} (after downloading VOC2010 and the "
-            "Context annotations as described in data/README.md)"
-        )
-    if voc and is_label_free(dataset_cfg):  # the VOC 2012 test images: no converter
-        return (
-            "Download VOC2012test.tar from the PASCAL VOC evaluation server (after registering) "
-            "and extract it with `tar -xf VOC2012test.tar -C data/` (it adds "
-            "VOCdevkit/VOC2012/JPEGImages and ImageSets/Segmentation/test.txt; data/README.md)."
-        )
-    if voc:
-        return (
-            f"Prepare it with: {commands['voc_aug']} (after downloading VOC2012 and SBD as "
-            "described in data/README.md)"
-        )
-    if "ade" in kind.lower() or "adechallenge" in text:
-        return (
-            "Download ADEChallengeData2016.zip (MIT Scene Parsing) and unzip it into data/ade/ "
-            "(data/README.md, ADE20K)."
-        )
+    if "voc2010" in text or "pascalcontext" in text:
+        return f"Prepare it with: {commands['pascal_context']}{after}"
+    if "voc" in text and is_label_free(dataset_cfg):
+        return "Extract VOC2012test.tar (PASCAL VOC evaluation server) into data/ (data/README.md)"
+    if "voc" in text:
+        return f"Prepare it with: {commands['voc_aug']}{after}"
+    if "ade" in text:
+        return "Unzip ADEChallengeData2016.zip into data/ade/ (data/README.md, ADE20K)"
     if kind in ("BaseSegDataset", ""):  # the custom templates: the user's own data
         return (
-            "Put your images and label maps there in the layout the config names, or point "
-            "data_root at them (--cfg-options data_root=PATH); docs/custom_dataset.md."
+            "Put your images and label maps there in the config's layout, or point data_root at "
+            "them (--cfg-options data_root=PATH); docs/custom_dataset.md"
         )
-    return "See data/README.md for how to download and prepare the datasets."
+    return "See data/README.md for how to download and prepare the datasets"
 
 
 def is_label_free(dataset_cfg: dict) -> bool:
@@ -172,72 +91,59 @@ def is_label_free(dataset_cfg: dict) -> bool:
     return isinstance(prefix, dict) and "seg_map_path" not in prefix
 
 
-def _missing_paths(dataset_cfg: dict) -> list[str]:
-    """'<what> <path>' of each folder / split file the dataset names that does not exist;
-    relative paths are joined with ``data_root`` (mmengine's rule)."""
-    root = dataset_cfg.get("data_root") or None
+def data_path(dataset_cfg: dict, path: str) -> str:
+    """``path`` joined with the dataset's ``data_root`` unless absolute (mmengine's rule)."""
+    root, path = dataset_cfg.get("data_root") or "", osp.expanduser(path)
+    return osp.join(osp.expanduser(root), path) if root and not osp.isabs(path) else path
+
+
+def _path_problem(dataset_cfg: dict) -> Optional[str]:
+    """A folder or split file the dataset names that does not exist, or a split file that lists
+    names with the image suffix (added again by mmseg)."""
+    root = dataset_cfg.get("data_root")
     if root and not osp.isdir(osp.expanduser(root)):
-        return [f"data_root folder {osp.expanduser(root)}"]  # everything below is missing too
-    named = [(f"{k} folder", v) for k, v in (dataset_cfg.get("data_prefix") or {}).items()]
-    named.append(("split file (ann_file)", dataset_cfg.get("ann_file")))
-    missing = []
-    for what, path in named:
-        if isinstance(path, str) and path:
-            path = osp.expanduser(path)
-            path = osp.join(root, path) if root and not osp.isabs(path) else path
-            if not (osp.isfile(path) if what.startswith("split") else osp.isdir(path)):
-                missing.append(f"{what} {path}")
-    return missing
-
-
-def _suffixed_names(dataset_cfg: dict) -> Optional[str]:
-    """What is wrong with a split file whose names carry the image suffix (added again)."""
-    ann = dataset_cfg.get("ann_file")
+        return f"not found: data_root folder {osp.expanduser(root)}"
+    for key, folder in (dataset_cfg.get("data_prefix") or {}).items():
+        if folder and not osp.isdir(data_path(dataset_cfg, folder)):
+            return f"not found: {key} folder {data_path(dataset_cfg, folder)}"
+    ann = data_path(dataset_cfg, dataset_cfg["ann_file"]) if dataset_cfg.get("ann_file") else None
+    if ann and not osp.isfile(ann):
+        return f"not found: split file (ann_file) {ann}"
     suffix = dataset_cfg.get("img_suffix", ".jpg")
-    root = dataset_cfg.get("data_root") or ""
-    path = osp.join(root, ann) if isinstance(ann, str) and ann and not osp.isabs(ann) else ann
-    if not (suffix and isinstance(path, str) and path and osp.isfile(path)):
+    if not (ann and suffix):
         return None
-    with open(path) as lines:
+    with open(ann) as lines:
         first = next((line.strip() for line in lines if line.strip()), "")
-    if not first.endswith(suffix):
-        return None
-    return (
-        f"split file {path} lists names with the image suffix ({first}), and img_suffix "
-        f"{suffix!r} is added to each ({first}{suffix}): list names without it "
-        f"({first[: -len(suffix)]})"
-    )
+    if first.endswith(suffix):
+        return (
+            f"split file {ann} lists names with the image suffix ({first}), which mmseg adds "
+            f"again ({first}{suffix}): list names without it ({first[: -len(suffix)]})"
+        )
+    return None
 
 
 def check_dataset_paths(cfg: Config, splits: Optional[Sequence[str]] = None) -> None:
-    """:func:`use_checked_loaders`, then :class:`DatasetNotFoundError` for a missing folder or
-    split file of the splits (default: all), then :func:`check_num_classes` and
-    :func:`check_label_free_splits`."""
-    use_checked_loaders(cfg, splits)
+    """:class:`DatasetNotFoundError` for a missing folder or split file of the splits (default:
+    all), then :func:`check_num_classes` and :func:`check_label_free_splits`."""
     for split, dataset_cfg in split_datasets(cfg, splits):
-        missing = _missing_paths(dataset_cfg)
-        if missing:
+        if problem := _path_problem(dataset_cfg):
             raise DatasetNotFoundError(
-                f"{split}_dataloader ({dataset_cfg.get('type', 'dataset')}, "
-                f"data_root={dataset_cfg.get('data_root')!r}): not found: "
-                f"{'; '.join(missing)}. {prepare_hint(dataset_cfg, missing[0])}"
+                f"{split}_dataloader ({dataset_cfg.get('type', 'dataset')}, data_root="
+                f"{dataset_cfg.get('data_root')!r}): {problem}. {prepare_hint(dataset_cfg)}"
             )
-        if problem := _suffixed_names(dataset_cfg):
-            raise DatasetNotFoundError(f"{split}_dataloader: {problem}")
     check_num_classes(cfg, splits)
     check_label_free_splits(cfg, splits)
 
 
 def _format_only(metric: dict) -> bool:
     """The metric's ``format_only``, with the registered class's default if not set."""
-    if "format_only" in metric:
-        return bool(metric["format_only"])
     kind = metric.get("type")
     metric_cls = METRICS.get(kind.split(".")[-1]) if isinstance(kind, str) else kind
     try:
-        return inspect.signature(metric_cls).parameters["format_only"].default is True
+        default = inspect.signature(metric_cls).parameters["format_only"].default
     except (TypeError, ValueError, KeyError):
-        return False
+        default = False
+    return bool(metric.get("format_only", default))
 
 
 def check_label_free_splits(cfg: Config, splits: Optional[Sequence[str]] = None) -> None:
@@ -246,77 +152,90 @@ def check_label_free_splits(cfg: Config, splits: Optional[Sequence[str]] = None)
     for split, dataset_cfg in split_datasets(cfg, splits):
         if not is_label_free(dataset_cfg):
             continue
-        where = f"{split}_dataloader ({dataset_cfg.get('type', 'dataset')}) has no labels"
-        where += " (data_prefix without seg_map_path)"
-        loads = set(transform_types(dataset_cfg.get("pipeline", [])))
-        loads = sorted(loads & {"LoadAnnotations", "CheckedLoadAnnotations"})
-        if loads:
+        where = f"{split}_dataloader has no labels (data_prefix without seg_map_path)"
+        if "LoadAnnotations" in transform_types(dataset_cfg.get("pipeline", [])):
             raise DatasetNotFoundError(
-                f"{where} but its pipeline loads them ({', '.join(loads)}; with --tta the "
-                "config's tta_pipeline). Use a pipeline without annotations, e.g. "
-                "label_free_test_pipeline / label_free_tta_pipeline of "
-                "configs/_base_/datasets/voc12aug_hamnet.py."
+                f"{where} but its pipeline loads them (LoadAnnotations; with --tta the config's "
+                "tta_pipeline): use a pipeline without it, e.g. label_free_test_pipeline of "
+                "configs/_base_/datasets/voc12aug_hamnet.py"
             )
         metrics = cfg.get(f"{split}_evaluator")
-        if isinstance(metrics, dict):  # Evaluator(metrics=...) or one metric
-            metrics = metrics.get("metrics", metrics)
-        metrics = [metrics] if isinstance(metrics, dict) else metrics
-        for metric in [m for m in metrics or [] if isinstance(m, dict)]:
-            if not _format_only(metric):
+        metrics = metrics.get("metrics", metrics) if isinstance(metrics, dict) else metrics
+        for metric in [metrics] if isinstance(metrics, dict) else metrics or []:
+            if isinstance(metric, dict) and not _format_only(metric):
                 raise DatasetNotFoundError(
-                    f"{where} but {split}_evaluator {metric.get('type')} compares with labels. "
-                    "Set format_only=True (only write the predictions), e.g. "
-                    "VOCSubmissionMetric as in configs/ham_voc_test.py."
+                    f"{where} but {split}_evaluator {metric.get('type')} compares with labels: "
+                    "set format_only=True, e.g. VOCSubmissionMetric as in configs/ham_voc_test.py"
                 )
 
 
 def check_num_classes(cfg: Config, splits: Optional[Sequence[str]] = None) -> None:
-    """:class:`ClassCountError` if a head's ``num_classes`` or a top-level ``classes`` variable
-    differs from a dataset's classes (a child of the custom template that sets ``classes`` alone
-    changes nothing: mmengine evaluated the template's loaders and head from its own)."""
-    model_heads = list(heads(cfg.get("model")))
+    """:class:`ClassCountError` if a head's ``num_classes``, a top-level ``classes`` variable or
+    a palette differs from a dataset's classes (a child of the custom template that sets
+    ``classes`` alone changes nothing: mmengine computed the template's loaders from its own)."""
     variable = cfg.get("classes")
     for split, dataset_cfg in split_datasets(cfg, splits):
         classes = dataset_classes(dataset_cfg)
         if classes is None:
             continue
-        if isinstance(variable, (list, tuple)) and tuple(variable) != tuple(classes):
+        names = f"{len(classes)} classes ({first_items(classes, 6)})"
+        if isinstance(variable, (list, tuple)) and tuple(variable) != classes:
             raise ClassCountError(
-                f"the config sets classes=({first_items(variable, 6)}) but the "
-                f"{split}_dataloader dataset has classes=({first_items(classes, 6)}): a child "
-                "config that changes the classes sets model.decode_head.num_classes and each "
-                "dataloader's dataset.metainfo, as "
-                "configs/custom/hamhead-nmf_r18-d8_custom-classes.py does (docs/custom_dataset.md)"
+                f"the config sets classes=({first_items(variable, 6)}) but the {split}_dataloader"
+                f" dataset has classes=({first_items(classes, 6)}): a child config that changes "
+                "the classes sets the head's num_classes and each dataset's metainfo, as "
+                "configs/custom/hamhead-nmf_r18-d8_custom-classes.py does"
             )
-        for name, head in model_heads:
+        for name, head in heads(cfg.get("model")):
             if head["num_classes"] != len(classes):
-                knob = (  # the custom template sets the head from its classes variable
-                    "In the custom template the classes and palette variables set the head and "
-                    "every dataloader: edit them in your copy (one palette colour per class), or "
-                    "pass --cfg-options classes=... palette=... (docs/custom_dataset.md)"
-                    if isinstance(variable, (list, tuple)) and "palette" in cfg
-                    else f"Set model.{name}.num_classes={len(classes)} or change the dataset's "
-                    "metainfo classes."
-                )
+                knob = f"Set model.{name}.num_classes={len(classes)} or change the classes"
+                if isinstance(variable, (list, tuple)) and "palette" in cfg:  # the template
+                    knob = "Edit the classes and palette variables (--cfg-options classes=... "
+                    knob += "palette=...): they set the head and every dataloader"
                 raise ClassCountError(
-                    f"model.{name}.num_classes={head['num_classes']} but the "
-                    f"{split}_dataloader dataset ({dataset_cfg.get('type')}) has "
-                    f"{len(classes)} classes ({first_items(classes, 6)}). {knob}"
+                    f"model.{name}.num_classes={head['num_classes']} but the {split}_dataloader "
+                    f"dataset ({dataset_cfg.get('type')}) has {names}. {knob}"
                 )
         palette = (dataset_cfg.get("metainfo") or {}).get("palette")
-        # classes that mmseg maps to a subset of the dataset class's own take their colours
-        # from that class's longer palette
+        # a subset of the dataset class's own classes takes its colours from the class
         if (
             palette
             and len(palette) != len(classes)
             and not dataset_class_metainfo(dataset_cfg).get("classes")
         ):
             raise ClassCountError(
-                f"the {split}_dataloader dataset has {len(classes)} classes "
-                f"({first_items(classes, 6)}) but {len(palette)} palette colours: give palette "
-                "one RGB colour per class (the palette line next to classes in your config, or "
-                "--cfg-options palette=...)"
+                f"the {split}_dataloader dataset has {names} but {len(palette)} palette colours:"
+                " give palette one RGB colour per class (--cfg-options palette=...)"
             )
+
+
+def data_cfg_options(options: Sequence[str]) -> list[str]:
+    """The ``--cfg-options`` words (``['--cfg-options', 'k=v', ...]``) that can change what
+    tools/validate_dataset.py checks: not the runner's settings, of the model only the heads'
+    ``num_classes`` and ``ignore_index``."""
+    kept: list[str] = []
+    keep = False
+    for word in options[1:]:
+        if "=" in word:  # a word without "=" continues the previous value
+            key = word.split("=", 1)[0]
+            model = key.startswith("model.") and key.rsplit(".", 1)[-1] not in HEAD_KEYS
+            keep = key.split(".")[0] not in RUNNER_KEYS and not model
+        kept += [word] if keep else []
+    return ["--cfg-options", *kept] if kept else []
+
+
+def sample_error(err: BaseException) -> Optional[str]:
+    """The one line of an error that a bad file raised while loading (also from a DataLoader
+    worker, whose message ends with the original one): hamseg's, or mmcv's for a missing file or
+    an image it cannot decode; None for any other error."""
+    text = str(err).strip()  # a worker's: torch's wrapper, the traceback, "Type: message"
+    line = re.sub(r"^[\w.]+(Error|Exception): ", "", text.splitlines()[-1] if text else "")
+    missing = isinstance(err, FileNotFoundError) and "No such file or directory" in line
+    if isinstance(err, InvalidSampleError) or missing:
+        return line
+    if isinstance(err, AssertionError) and line.startswith("failed to load image: "):
+        return f"image file {line.split(': ', 1)[1]!r} is corrupt or not an image"
+    return None
 
 
 @dataclass
@@ -337,69 +256,68 @@ class DatasetReport:
         return f"{count} in {self.num_samples} {self.split} samples"
 
 
+def _check_sample(item: tuple[dict, dict]) -> list[str]:
+    """The problems of one sample (``item``: the reading options, mmseg's data info)."""
+    opts, info = item
+    try:
+        img = read_image(info["img_path"], opts["color"], opts["img_backend"], opts["args"])
+        if "seg_map_path" not in info:  # a split without labels
+            return []
+        path = info["seg_map_path"]
+        raw = read_image(path, "unchanged", opts["seg_backend"], opts["args"], "label").squeeze()
+    except InvalidSampleError as err:
+        return [str(err)]
+    reduce, label_map = info.get("reduce_zero_label", False), info.get("label_map")
+    found = label_problems(raw, opts["num_classes"], opts["ignore"], reduce, label_map, img.shape)
+    return (
+        [f"label file {path!r}: {'; '.join(found)} (image {info['img_path']!r})"] if found else []
+    )
+
+
 def validate_splits(
     cfg: Config, splits: Optional[Sequence[str]] = None, workers: int = 1, progress: bool = True
 ) -> list[DatasetReport]:
-    """:func:`check_dataset_paths`, then every sample of the splits (default: all defined)
-    through the checked loaders in ``workers`` processes: one report per split."""
+    """:func:`check_dataset_paths`, then every sample of the splits (default: all defined), read
+    with the decode backends of their pipelines, in ``workers`` processes: a report per split.
+    Labels are checked against the dataset's classes and the head's ``ignore_index`` (255)."""
     defined = defined_splits(cfg)
-    missing = [s for s in splits or () if s not in defined]
-    if missing or not defined:
+    if not defined or any(s not in defined for s in splits or ()):
+        asked = " or ".join([s for s in splits or () if s not in defined] or ["a"])
         raise DatasetNotFoundError(
-            f"the config has no {' or '.join(missing or ('train', 'val', 'test'))}_dataloader "
-            f"with a dataset (it defines: {', '.join(defined) or 'none'})"
+            f"the config has no {asked}_dataloader with a dataset (it defines: "
+            f"{', '.join(defined) or 'none'})"
         )
     splits = [s for s in defined if not splits or s in splits]
     check_dataset_paths(cfg, splits)
-    reports: list[DatasetReport] = []
-    seen: list[list[dict]] = []
-    for split in splits:
-        data = [
-            {k: v for k, v in leaf.items() if k != "pipeline"}
-            for _, leaf in split_datasets(cfg, (split,))
-        ]
-        same = next((report for report, other in zip(reports, seen) if other == data), None)
-        seen.append(data)
-        if same is not None:
-            reports.append(DatasetReport(split, same.num_samples, [], same_as=same.split))
-        else:
-            reports.append(_check_samples(cfg, split, workers, progress))
-    return reports
-
-
-def _check_sample(item: tuple[CheckedLoadImageFromFile, CheckedLoadAnnotations, dict]) -> list:
-    """The messages of one sample's image and label loaders."""
-    problems = []
-    results = dict(item[2])
-    for load in item[:2]:
-        try:
-            results = load(results)
-        except InvalidSampleError as err:
-            problems.append(str(err))
-    return problems
-
-
-def _check_samples(cfg: Config, split: str, workers: int, progress: bool) -> DatasetReport:
-    """Every sample of one split through checked loaders with its pipeline's decode backends
-    and ignore index (else the head's, else 255) and its dataset's classes and label mapping."""
     init_default_scope(cfg.get("default_scope", "mmseg"))
     head = next((head for _, head in heads(cfg.get("model"))), {})
-    items = []
-    for _, dataset_cfg in split_datasets(cfg, (split,)):
-        dataset_cfg = copy.deepcopy(dict(dataset_cfg))
-        found = {"LoadImageFromFile": {}, "LoadAnnotations": {}}
-        found["LoadAnnotations"]["ignore_index"] = head.get("ignore_index", 255)
-        for step in dataset_cfg.get("pipeline") or []:
-            name = str(step.get("type", "")).split(".")[-1].removeprefix("Checked")
-            if name in UPGRADES:
-                found[name].update({k: v for k, v in step.items() if k in UPGRADES[name][1]})
-        dataset = DATASETS.build(dict(dataset_cfg, pipeline=[], lazy_init=False))
-        args = {"backend_args": dataset_cfg.get("backend_args")}
-        load_image = CheckedLoadImageFromFile(**args, **found["LoadImageFromFile"])
-        num_classes = len(dataset.metainfo["classes"])
-        load_label = CheckedLoadAnnotations(num_classes, **args, **found["LoadAnnotations"])
-        items += [(load_image, load_label, dataset.get_data_info(i)) for i in range(len(dataset))]
-    found = map_with_progress(
-        _check_sample, items, workers, f"checking {split} samples", "sample", progress
-    )
-    return DatasetReport(split, len(items), [problem for item in found for problem in item])
+    reports: list[DatasetReport] = []
+    seen: dict[str, list] = {}
+    for split in splits:
+        leaves = [dict(leaf) for _, leaf in split_datasets(cfg, (split,))]
+        data = [{k: v for k, v in leaf.items() if k != "pipeline"} for leaf in leaves]
+        same = next((s for s, other in seen.items() if other == data), None)
+        seen[split] = data
+        if same is not None:
+            reports.append(DatasetReport(split, reports[splits.index(same)].num_samples, [], same))
+            continue
+        items = []
+        for leaf in leaves:
+            steps = {str(s.get("type")).split(".")[-1]: s for s in leaf.get("pipeline") or []}
+            image, label = steps.get("LoadImageFromFile", {}), steps.get("LoadAnnotations", {})
+            dataset = DATASETS.build(dict(leaf, pipeline=[], lazy_init=False))
+            opts = dict(
+                color=image.get("color_type", "color"),
+                img_backend=image.get("imdecode_backend", "cv2"),
+                seg_backend=label.get("imdecode_backend", "pillow"),
+                args=leaf.get("backend_args"),
+                num_classes=len(dataset.metainfo["classes"]),
+                ignore=head.get("ignore_index", 255),
+            )
+            items += [(opts, dataset.get_data_info(i)) for i in range(len(dataset))]
+        desc = f"checking {split} samples"
+        found = map_with_progress(_check_sample, items, workers, desc, "sample", progress)
+        reports.append(
+            DatasetReport(split, len(items), [p for problems in found for p in problems])
+        )
+    return reports

@@ -1,40 +1,46 @@
-"""Context Shapes: a generated dataset where only global context decides the class.
+"""Context Shapes: a generated dataset where only global context decides the class (docs/demo.md).
 
 Grey "players" look alike whatever their team; the team (class) is given only by the colour of a
 flag on the far side of the image. Sample ``i`` of split ``s`` is drawn from a generator seeded
-with ``(design version, seed, s, i)``: the same options write the same bytes. docs/demo.md.
+with ``(design version, seed, s, i)``: the same options write the same bytes.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import os.path as osp
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import cv2
 import numpy as np
 from mmseg.datasets import BaseSegDataset
 from mmseg.registry import DATASETS
-
-from .generated import SPLITS, is_complete, write_dataset
+from tqdm import tqdm
 
 #: Version of the design; bumped whenever the same options would draw different images.
 DESIGN_VERSION = 1
+SPLITS = ("train", "val")
 #: RGB colour of each team's flag, in class order (class ``1 + t`` is team ``t``).
 TEAM_COLOURS: tuple[tuple[int, int, int], ...] = ((215, 45, 45), (40, 170, 70), (50, 95, 225))
-#: Class names, index = label value in the ann_dir PNGs.
 CLASSES: tuple[str, ...] = (
     "background",
     *(f"{c} {part}" for part in ("team", "flag") for c in ("red", "green", "blue")),
 )
-#: Label colours for visualisation: players in the team colour, flags in a darker shade.
+#: Players in the team colour, flags in a darker shade.
 PALETTE: list[list[int]] = (
     [[0, 0, 0]] + [list(c) for c in TEAM_COLOURS] + [[c // 2 for c in t] for t in TEAM_COLOURS]
 )
-
 SIDES = ("left", "right", "top", "bottom")
 SHAPES = ("circle", "square", "triangle", "diamond")
-#: Written into the dataset folder with the options.
-INFO_NAME = "context_shapes.json"
+INFO_NAME = "context_shapes.json"  # the options, written into the dataset folder last
+DIRS = ("img_dir", "ann_dir")
+
+
+def glob(folder: str) -> list[str]:
+    """The ``.png`` files of a folder."""
+    return [osp.join(folder, p) for p in os.listdir(folder) if p.endswith(".png")]
 
 
 @dataclass
@@ -143,6 +149,45 @@ def sample_rng(seed: int, split: str, index: int) -> np.random.Generator:
     return np.random.default_rng([DESIGN_VERSION, seed, SPLITS.index(split), index])
 
 
+def is_complete(out_dir: str, info_name: str, version: int, info: Optional[dict] = None) -> bool:
+    """Whether ``out_dir`` holds every PNG its ``info_name`` JSON counts, drawn by generator
+    ``version`` (and with the options ``info``, when given)."""
+    path = osp.join(out_dir, info_name)
+    if not osp.isfile(path):
+        return False
+    with open(path, encoding="utf-8") as f:
+        written = json.load(f)
+    if written.get("design_version") != version or info is not None and written != info:
+        return False  # other options or another generator version draw different images
+    folders = [(osp.join(out_dir, d, s), written[f"num_{s}"]) for s in SPLITS for d in DIRS]
+    return all(osp.isdir(d) and len(glob(d)) == n for d, n in folders)
+
+
+def write_dataset(
+    out_dir: str, info_name: str, info: dict, draw: Callable, progress: bool = True
+) -> dict:
+    """``img_dir/{train,val}/NNNNNN.png`` (RGB) and ``ann_dir/...`` (uint8 labels) of
+    ``draw(split, index) -> (image, label)`` for ``info["num_<split>"]`` samples, then ``info``
+    (so that an interrupted run is never complete); PNGs of a larger earlier run are removed."""
+    if osp.exists(osp.join(out_dir, info_name)):
+        os.remove(osp.join(out_dir, info_name))
+    for split, sub in ((s, d) for s in SPLITS for d in DIRS):
+        os.makedirs(osp.join(out_dir, sub, split), exist_ok=True)
+        for path in glob(osp.join(out_dir, sub, split)):  # stale files of a larger earlier run
+            if int(osp.basename(path)[:-4]) >= info[f"num_{split}"]:
+                os.remove(path)
+    jobs = [(s, i) for s in SPLITS for i in range(info[f"num_{s}"])]
+    for split, i in tqdm(jobs, desc=info_name[:-5], unit="img", disable=not progress):
+        for sub, array in zip(DIRS, draw(split, i)):  # fixed compression: the same bytes
+            path = osp.join(out_dir, sub, split, f"{i:06d}.png")
+            array = cv2.cvtColor(array, cv2.COLOR_RGB2BGR) if array.ndim == 3 else array
+            if not cv2.imwrite(path, array, [cv2.IMWRITE_PNG_COMPRESSION, 3]):
+                raise OSError(f"could not write {path}")
+    with open(osp.join(out_dir, info_name), "w", encoding="utf-8") as f:
+        json.dump(info, f, indent=2)
+    return info
+
+
 def is_generated(out_dir: str, cfg: Optional[ContextShapesConfig] = None) -> bool:
     """Whether ``out_dir`` holds a complete dataset of this design version (and of ``cfg``)."""
     return is_complete(out_dir, INFO_NAME, DESIGN_VERSION, cfg.to_json() if cfg else None)
@@ -151,9 +196,7 @@ def is_generated(out_dir: str, cfg: Optional[ContextShapesConfig] = None) -> boo
 def generate_context_shapes(
     out_dir: str, cfg: Optional[ContextShapesConfig] = None, progress: bool = True
 ) -> dict[str, Any]:
-    """Write ``img_dir/{train,val}/NNNNNN.png`` (RGB), ``ann_dir/...`` (uint8 labels) and, last
-    (so an interrupted run is not complete for :func:`is_generated`), ``context_shapes.json``;
-    returns the options written there. Files of a larger earlier run are removed."""
+    """Write the dataset of ``cfg`` into ``out_dir``; returns the options written there."""
     cfg = cfg or ContextShapesConfig()
     if cfg.min_objects < 1 or cfg.max_objects < cfg.min_objects:
         raise ValueError("need 1 <= min_objects <= max_objects")

@@ -96,3 +96,71 @@ def test_config_builds_and_runs_forward(config):
     assert shape == (num_classes, SIZE, SIZE)
     assert 0 <= low <= high < num_classes
     assert loss > 0 and loss == loss  # finite, positive cross-entropy
+
+
+def shipped_config(config: str) -> Config:
+    cfg = Config.fromfile(osp.join(REPO, config))
+    if "model" not in cfg or not (cfg.get("test_dataloader") or {}).get("dataset"):
+        pytest.skip(f"{config} defines no model or no test pipeline")
+    return cfg
+
+
+def transform_types(node) -> list:
+    """Every transform ``type`` in a pipeline, nested ones (TestTimeAug) too."""
+    if isinstance(node, dict):
+        found = [node["type"]] if "type" in node else []
+        return found + [t for v in node.values() for t in transform_types(v)]
+    return [t for v in node for t in transform_types(v)] if isinstance(node, (list, tuple)) else []
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_pipelines_use_mmseg_transform_names_and_load_as_mmseg_expects(config):
+    """mmseg's MMSegInferencer, tools and mmdeploy find LoadImageFromFile / LoadAnnotations in
+    the test pipeline; no pipeline uses a transform of hamseg's own (all are mmcv's or mmseg's)."""
+    from mmseg.registry import TRANSFORMS
+
+    cfg = shipped_config(config)
+    test = [step["type"] for step in cfg.test_dataloader.dataset.pipeline]
+    assert test[0] == "LoadImageFromFile", test
+    assert (
+        "LoadAnnotations" in test or "seg_map_path" not in cfg.test_dataloader.dataset.data_prefix
+    )
+    pipelines = [cfg.get(k) for k in ("train_pipeline", "test_pipeline", "tta_pipeline")]
+    pipelines += [cfg[f"{s}_dataloader"].dataset.get("pipeline") for s in ("train", "val", "test")]
+    for name in transform_types([p for p in pipelines if p]):
+        module = TRANSFORMS.get(name.split(".")[-1]).__module__
+        assert module.split(".")[0] in ("mmcv", "mmseg"), (name, module)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", CONFIGS)
+def test_mmseg_inferencer_takes_every_shipped_config(config):
+    """mmseg's own inference API builds every config (random weights) and its pipeline prepares
+    an image of an odd size."""
+    import numpy as np
+    from mmseg.apis import MMSegInferencer
+
+    cfg = shipped_config(config)
+    inferencer = MMSegInferencer(model=cfg, weights=None, device="cpu")
+    image = np.random.default_rng(0).integers(0, 255, (37, 53, 3), dtype=np.uint8)
+    packed = inferencer.pipeline(image)
+    assert packed["inputs"].shape[0] == 3 and packed["inputs"].shape[1:] != (0, 0)
+    assert "gt_sem_seg" not in packed["data_samples"]
+
+
+def test_the_512_template_tests_at_the_scale_it_trains_at():
+    """Issue 47.6: training rescales 2048x512 by 0.5-2.0 and crops; val/test resize to the same
+    scale (short side 512), as mmseg's 512 recipes do, and --tta scales around it."""
+    cfg = Config.fromfile(osp.join(REPO, "configs/custom/hamhead-nmf_r18-d8_custom-512x512.py"))
+    train = {s["type"]: s for s in cfg.train_dataloader.dataset.pipeline}
+    for loader in ("val_dataloader", "test_dataloader"):
+        steps = cfg[loader].dataset.pipeline
+        assert [s["type"] for s in steps] == [
+            "LoadImageFromFile",
+            "Resize",
+            "LoadAnnotations",  # after the resize: scored at the original size
+            "PackSegInputs",
+        ]
+        assert steps[1]["scale"] == train["RandomResize"]["scale"] and steps[1]["keep_ratio"]
+    resizes = cfg.tta_pipeline[1]["transforms"][0]
+    assert [min(r["scale"]) for r in resizes] == [384, 512, 640]

@@ -1,5 +1,5 @@
 # A tiny HamHead model (ResNetV1c-18 with 8 base channels, 16 ham channels, NMF rank 4) on the
-# tiny dataset of tests/conftest.py, with hamseg's checked loaders: seconds per run on a CPU.
+# tiny dataset of tests/conftest.py: seconds per run on a CPU.
 # Point it at a dataset with --cfg-options {train,val,test}_dataloader.dataset.data_root=...
 _base_ = ["tiny_fcn.py"]
 
@@ -23,15 +23,15 @@ model = dict(
     )
 )
 train_pipeline = [
-    dict(type="CheckedLoadImageFromFile"),
-    dict(type="CheckedLoadAnnotations", num_classes=num_classes),
+    dict(type="LoadImageFromFile"),
+    dict(type="LoadAnnotations"),
     dict(type="Resize", scale=crop, keep_ratio=False),
     dict(type="PackSegInputs"),
 ]
 test_pipeline = [  # labels are loaded after the resize: evaluated at the original size
-    dict(type="CheckedLoadImageFromFile"),
+    dict(type="LoadImageFromFile"),
     dict(type="Resize", scale=crop, keep_ratio=False),
-    dict(type="CheckedLoadAnnotations", num_classes=num_classes),
+    dict(type="LoadAnnotations"),
     dict(type="PackSegInputs"),
 ]
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))

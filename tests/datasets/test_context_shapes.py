@@ -184,25 +184,18 @@ def test_cli_writes_dataset_with_options_and_preview(tmp_path):
     import cv2
 
     out, preview = str(tmp_path / "cli"), str(tmp_path / "preview.png")
-    cmd = [
-        sys.executable,
-        "tools/dataset_converters/generate_context_shapes.py",
-        "--out-dir",
-        out,
-        "--size",
-        "48",
-        "--num-train",
-        "3",
-        "--num-val",
-        "2",
-        "--seed",
-        "9",
-        "--no-progress",
-        "--preview",
-        preview,
-    ]
+    tool = [sys.executable, "tools/dataset_converters/generate_context_shapes.py"]
+    options = f"--size 48 --num-train 3 --num-val 2 --seed 9 --no-progress --preview {preview}"
+    cmd = [*tool, "--out-dir", out, *options.split()]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert is_generated(out, ContextShapesConfig(size=48, num_train=3, num_val=2, seed=9))
     # 3 images side by side (4 px gaps) above their label maps.
     assert cv2.imread(preview).shape == (2 * 48 + 4, 3 * 48 + 2 * 4, 3)
+    bad = subprocess.run(
+        [*tool, "--max-objects", "1", "--min-objects", "2"],
+        cwd=REPO,
+        capture_output=True,
+        timeout=120,
+    )
+    assert bad.returncode == 2  # one usage line, nothing written

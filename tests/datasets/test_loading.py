@@ -66,7 +66,7 @@ def test_unreadable_files_are_one_line(tmp_path):
         (str(tmp_path / "folder.png"), "cannot be read"),
         (str(tmp_path / "missing.png"), "does not exist"),
         (_write(tmp_path / "empty.jpg", b""), "is empty (0 bytes)"),
-        (text, "is corrupt or not an image (the cv2 decoder could not decode its 13 bytes)"),
+        (text, "is corrupt or not an image"),
     ):
         with pytest.raises(InvalidSampleError) as info:
             read_image_rgb(path)

@@ -1,8 +1,8 @@
 # Context Shapes: the generated demo dataset (docs/demo.md). Create it with
 #   python tools/dataset_converters/generate_context_shapes.py
 # Whole images are used (no crop): a crop could cut the flag that decides the players' team.
-# Checked loaders (hamseg.datasets.loading): a corrupt file or a label outside [0, 7) other
-# than 255 stops with one error naming the file.
+# tools/train.py and tools/test.py scan every sample before iteration 1 (a corrupt file, a label
+# outside [0, 7) other than 255: one line naming the file); tools/validate_dataset.py lists all.
 dataset_type = "ContextShapesDataset"
 data_root = "data/context_shapes"
 train_pipeline = [
