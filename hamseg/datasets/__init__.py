@@ -2,9 +2,11 @@
 
 from .context_shapes import ContextShapesDataset
 from .loading import CheckedLoadAnnotations, CheckedLoadImageFromFile
+from .release_rescale import HamReleaseRescale
 
 __all__ = [
     "CheckedLoadAnnotations",
     "CheckedLoadImageFromFile",
     "ContextShapesDataset",
+    "HamReleaseRescale",
 ]
