@@ -1,4 +1,4 @@
-"""MultiEvalTTAModel: PyTorch-Encoding's multi-size evaluation (Table 5's comparators' test)."""
+"""MultiEvalTTAModel: PyTorch-Encoding's multi-size evaluation (App. E.3, Context's headline --tta)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from tests.helpers import one_thread  # noqa: F401  (fixture)
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
-MULTI_EVAL = "hamnet/hamnet_r101-d8_8xb2-25k_pascal-context-59-513x513_multi-eval.py"
+CONTEXT = "hamnet/hamnet_r101-d8_8xb2-25k_pascal-context-59-513x513.py"
 
 
 class PixelModel(nn.Module):
@@ -139,12 +139,12 @@ def test_test_step_predicts_the_argmax_and_keeps_the_label():
     "bad", [dict(base_size=0), dict(crop_size=1), dict(scales=()), dict(scales=(0.0,))]
 )
 def test_bad_arguments_are_refused(bad):
-    with pytest.raises(ValueError, match="base_size"):
+    with pytest.raises(ValueError, match="base_size|scales"):
         multi_eval(**bad)
 
 
-def test_the_multi_eval_config_tests_end_to_end(tmp_path):
-    """tools/test.py --tta's config surgery on a tiny twin of the multi-eval Context config: 59
+def test_the_context_config_tests_end_to_end(tmp_path):
+    """tools/test.py --tta's config surgery on a tiny twin of the headline Context config: 59
     classes from 60-class label files, the original image in, one mIoU out."""
     from mmengine.runner import Runner
 
@@ -162,7 +162,7 @@ def test_the_multi_eval_config_tests_end_to_end(tmp_path):
         str(tmp_path / "VOC2010"), images, list_file, labels, "SegmentationClassContext"
     )
     model = tiny_model(59, head=dict(ham_cfg=dict(type="NMF", R=4, eval_seed=0)))
-    config = write_tiny_twin(MULTI_EVAL, str(tmp_path / "tiny.py"), model)
+    config = write_tiny_twin(CONTEXT, str(tmp_path / "tiny.py"), model)
     cfg = Config.fromfile(config)
     cfg.tta_model.update(base_size=40, crop_size=32, scales=[0.75, 1.25])  # 6 crops per image
     cfg.test_dataloader.dataset.data_root = root
@@ -173,4 +173,4 @@ def test_the_multi_eval_config_tests_end_to_end(tmp_path):
     cfg.load_from = save_checkpoint(config, str(tmp_path / "c.pth"))
     metrics = Runner.from_cfg(cfg).test()
     assert 0 <= metrics["mIoU"] <= 100
-    assert Config.fromfile(osp.join(REPO, "configs", MULTI_EVAL)).tta_model.crop_size == 513
+    assert Config.fromfile(osp.join(REPO, "configs", CONTEXT)).tta_model.crop_size == 513
