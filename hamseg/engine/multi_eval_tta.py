@@ -115,12 +115,10 @@ class MultiEvalTTAModel(HamSegTTAModel):
         return padded
 
     def _crop_scores(self, crop: Tensor) -> Tensor:
-        """exp(logits (+ the flipped crop's logits, flipped back)) (1, C, h, w), float64."""
-        logits = self._logits(crop)
+        """exp(logits (+ the flipped crop's logits, flipped back)) (1, C, h, w), float64, from
+        the segmentor's logits at the crop's size (mmseg's slide-window call)."""
+        meta = [dict(img_shape=crop.shape[-2:])]
+        logits = self.module.encode_decode(crop, meta)
         if self.flip:
-            logits = logits + self._logits(crop.flip(-1)).flip(-1)
+            logits = logits + self.module.encode_decode(crop.flip(-1), meta).flip(-1)
         return logits.double().exp()
-
-    def _logits(self, crop: Tensor) -> Tensor:
-        """The segmentor's logits (1, C, h, w) at the crop's size (mmseg's slide-window call)."""
-        return self.module.encode_decode(crop, [dict(img_shape=crop.shape[-2:])])

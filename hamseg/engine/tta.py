@@ -20,8 +20,6 @@ from hamseg.utils.errors import UsageError
 
 __all__ = ["HamSegTTAModel", "pad_to_stride_plus_one", "use_tta"]
 
-MERGES = ("logits_sum", "prob_mean")
-
 
 def use_tta(cfg: Config) -> None:
     """What ``tools/test.py --tta`` does to a config: the test split read with ``tta_pipeline``,
@@ -73,8 +71,8 @@ class HamSegTTAModel(SegTTAModel):
         merge: str = "logits_sum",
         data_preprocessor: Optional[dict] = None,
     ) -> None:
-        if merge not in MERGES:
-            raise ValueError(f"merge must be one of {MERGES}, got {merge!r}")
+        if merge not in ("logits_sum", "prob_mean"):
+            raise ValueError(f"merge must be 'logits_sum' or 'prob_mean', got {merge!r}")
         if (pad_stride is not None and pad_stride < 1) or not scales or min(scales) <= 0:
             raise ValueError(
                 f"pad_stride >= 1 or None and scales > 0 needed: {pad_stride}, {scales}"

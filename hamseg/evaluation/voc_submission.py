@@ -78,8 +78,7 @@ class VOCSubmissionMetric(IoUMetric):
     ) -> None:
         if not output_dir:
             raise ValueError(
-                "VOCSubmissionMetric needs output_dir (test_evaluator.output_dir or tools/test.py "
-                "--out)"
+                "VOCSubmissionMetric needs output_dir (test_evaluator.output_dir, --out)"
             )
         if task not in self.TASKS:
             raise ValueError(f"task must be one of {self.TASKS}, got {task!r}")
