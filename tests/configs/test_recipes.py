@@ -276,13 +276,6 @@ def test_long_and_short_names_agree():
         assert a == b, short
 
 
-def test_short_names_write_to_their_twins_work_dir():
-    """tools/train.py with either name writes (and --resume reads) one folder."""
-    for short, long in SHORT_NAMES.items():
-        assert load("configs", "hamnet", long).get("work_dir") is None  # default: its name
-        assert load("configs", short).work_dir == f"work_dirs/{long[:-3]}"
-
-
 def test_v1c_variant_only_changes_the_backbone_weights(voc):
     cfg = load("configs", "ham_voc_v1c.py")
     assert cfg.model.backbone.stem_channels == 64

@@ -48,17 +48,10 @@ def test_same_model_and_test_time_augmentation_as_stage_2():
     assert types(cfg.tta_pipeline) == without_labels == ["LoadImageFromFile", "PackSegInputs"]
 
 
-def test_writes_the_comp6_submission_and_short_and_long_names_agree():
-    short, long = Config.fromfile(SHORT), Config.fromfile(LONG)
-    assert short.test_evaluator == dict(
+def test_writes_the_comp6_submission():  # short and long names agree: test_recipes.py
+    assert Config.fromfile(SHORT).test_evaluator == dict(
         type="VOCSubmissionMetric",
         format_only=True,
         task="comp6",
         output_dir="work_dirs/hamnet_r101-d8_8xb2-20k_voc12trainval-513x513_voc12test/submission",
     )
-    assert long.test_evaluator.output_dir == (
-        "work_dirs/hamnet_r101-d8_8xb2-20k_voc12trainval-513x513_voc12test/submission"
-    )
-    a, b = short.to_dict(), long.to_dict()
-    assert a.pop("work_dir") == "work_dirs/hamnet_r101-d8_8xb2-20k_voc12trainval-513x513_voc12test"
-    assert a == b

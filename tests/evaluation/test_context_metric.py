@@ -59,12 +59,6 @@ def test_both_metrics_equal_the_hand_computation():
     assert metric.compute_metrics(metric.results) == pytest.approx(EXPECTED, abs=0.005)
 
 
-def test_areas_are_summed_over_images_not_averaged():
-    metric = context_metric()
-    metric.process(None, [sample(slice(0, 1)), sample(slice(1, 2))])  # one row per image
-    assert metric.compute_metrics(metric.results) == pytest.approx(EXPECTED, abs=0.005)
-
-
 def test_objects_only_label_space():
     scores = torch.tensor(SCORES, dtype=torch.float32).permute(2, 0, 1)
     pred, label = objects_only(scores, torch.tensor(LABEL), background_index=0, ignore_index=255)
@@ -155,7 +149,7 @@ def context_setup(tmp_path_factory) -> dict:
     )
 
 
-@pytest.mark.parametrize("tta", [False, pytest.param(True, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("tta", [False, True])
 def test_one_run_reports_both_metrics_with_slide_inference(context_setup, tta):
     args = [TEST, context_setup["config"], context_setup["checkpoint"]]
     args += ["--tta"] if tta else []
