@@ -19,8 +19,8 @@ test_dataloader = dict(
         pipeline={{_base_.label_free_test_pipeline}},
     )
 )
-tta_pipeline = {{_base_.label_free_tta_pipeline}}
 test_pipeline = {{_base_.label_free_test_pipeline}}  # what mmseg.apis.inference_model reads
+tta_pipeline = test_pipeline  # HamSegTTAModel makes the 12 views from the original image
 test_evaluator = dict(
     _delete_=True,
     type="VOCSubmissionMetric",

@@ -11,9 +11,8 @@ _base_ = [
     "../_base_/schedules/hamnet_sgd_poly_25k.py",
     "../_base_/default_runtime.py",
 ]
-# Inference: whole image (the default). --cfg-options model.test_cfg.mode=slide slides 513x513
-# windows with stride 342 (mmseg's Context configs: 480 / 320). Context images are at most
-# 500x500, so single-scale slide with 513 windows equals whole; they differ in --tta's larger views.
+# Single-scale inference: whole image; --cfg-options model.test_cfg.mode=slide slides 513x513
+# windows, stride 342 (equal to whole on Context's images of at most 500x500). --tta crops itself.
 model = dict(
     data_preprocessor=dict(size=(513, 513)),
     decode_head=dict(num_classes=60),
@@ -21,9 +20,17 @@ model = dict(
 )
 # One test run reports both Context metrics (ContextIoUMetric, set in the dataset base): mIoU over
 # the 60 classes and mIoU59 (background pixels ignored, argmax over the 59 object classes).
-# tools/test.py --tta: the release's MSFlip test, logits summed over the 12 views, each view
-# padded to 8k+1. merge="prob_mean" / pad_stride=None give mmseg's SegTTAModel behaviour.
-tta_model = dict(type="HamSegTTAModel", merge="logits_sum", pad_stride=8)
+# tools/test.py --tta: the test of App. E.3 ("the multi-scale and flipping strategy ... as other
+# state-of-the-art attention-based models": DANet, OCNet, OCR, whose Context test is
+# PyTorch-Encoding's MultiEvalModule): long side 520 x scale, 0.5 .. 2.0, 513 crops on a
+# stride-342 grid, black padding, exp(logits + flipped logits) summed (docs/evaluation.md).
+tta_model = dict(
+    type="MultiEvalTTAModel",
+    base_size=520,
+    crop_size=513,
+    scales=[0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0],
+    flip=True,
+)
 # Seed 66 as the release, offset by the rank (mmengine: seed + rank) so that every GPU draws its
 # own NMF dictionaries, as in the release (the weights still start equal on every rank: mmengine
 # broadcasts rank 0's after init_weights). docs/recipes.md, "Seed".

@@ -8,9 +8,15 @@ _base_ = [
     "../_base_/default_runtime.py",
 ]
 model = dict(data_preprocessor=dict(size=(513, 513)))
-# tools/test.py --tta: the release's MSFlip test, logits summed over the 12 views, each view
-# padded to 8k+1. merge="prob_mean" / pad_stride=None give mmseg's SegTTAModel behaviour.
-tta_model = dict(type="HamSegTTAModel", merge="logits_sum", pad_stride=8)
+# tools/test.py --tta: the release's test (seg/HamNet/test.py) to the pixel: 6 scales x {image,
+# flip} of the original image resized as the release does, padded to 8k+1, logits summed.
+tta_model = dict(
+    type="HamSegTTAModel",
+    scales=[0.5, 0.75, 1.0, 1.25, 1.5, 1.75],
+    flip=True,
+    pad_stride=8,
+    merge="logits_sum",
+)
 # Seed 66 as the release, offset by the rank (mmengine: seed + rank) so that every GPU draws its
 # own NMF dictionaries, as in the release (the weights still start equal on every rank: mmengine
 # broadcasts rank 0's after init_weights). docs/recipes.md, "Seed".

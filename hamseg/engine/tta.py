@@ -1,12 +1,11 @@
-"""Multi-scale + flip test of the Hamburger release (seg/HamNet/test.py) as an mmseg TTA model:
-the release pads every view to 8k + 1 (the stride-8 grid and ``align_corners=True`` meet the
-image corners) and sums logits; mmseg averages probabilities. docs/recipes.md.
-"""
+"""The paper's multi-scale + flip test as the authors' release runs it (seg/HamNet/test.py), to
+the pixel, as an mmseg TTA model (docs/evaluation.md, "Multi-scale tests")."""
 
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Union
+from collections.abc import Sequence
+from typing import Optional, Union
 
 import torch
 import torch.nn.functional as F
@@ -21,8 +20,6 @@ from hamseg.utils.errors import UsageError
 
 __all__ = ["HamSegTTAModel", "pad_to_stride_plus_one", "use_tta"]
 
-MERGES = ("logits_sum", "prob_mean")
-
 
 def use_tta(cfg: Config) -> None:
     """What ``tools/test.py --tta`` does to a config: the test split read with ``tta_pipeline``,
@@ -34,92 +31,94 @@ def use_tta(cfg: Config) -> None:
     cfg.model = cfg.tta_model
 
 
-def pad_to_stride_plus_one(
-    inputs: Tensor, stride: int, value: float = 0.0
-) -> tuple[Tensor, int, int]:
-    """Pad (B, C, H, W) at the bottom and right to the next size k * stride + 1 (>= H, W) with
-    ``value`` (0: the mean colour after normalisation); the batch and the added rows, columns."""
+def pad_to_stride_plus_one(inputs: Tensor, stride: int) -> Tensor:
+    """(B, C, H, W) padded with 0 at the bottom and right to the next size k * stride + 1 (the
+    release's ``pad_inf``: with output stride 8 and ``align_corners=True`` the feature grid then
+    meets the first and the last pixel)."""
     h, w = inputs.shape[-2:]
     pad_h = math.ceil((h - 1) / stride) * stride + 1 - h
     pad_w = math.ceil((w - 1) / stride) * stride + 1 - w
-    if pad_h or pad_w:
-        inputs = F.pad(inputs, (0, pad_w, 0, pad_h), value=value)
-    return inputs, pad_h, pad_w
+    return F.pad(inputs, (0, pad_w, 0, pad_h)) if pad_h or pad_w else inputs
 
 
 @MODELS.register_module()
 class HamSegTTAModel(SegTTAModel):
-    """``SegTTAModel`` with the release's merge rule and 8k + 1 padding as options.
+    """The release's multi-scale + flip test of a segmentor (Table 4's VOC test).
+
+    Each image comes from the test pipeline at its size H x W and is normalised by the
+    segmentor's preprocessor. For every flip (first none, then the horizontal flip of the
+    normalised image) and scale s: the view of ``int(s * H) x int(s * W)`` (floored), resized
+    bilinearly with ``align_corners=True``, padded with 0 to ``k * pad_stride + 1``, predicted
+    (``model.test_cfg.mode``: whole or slide), its logits cropped to the view, resized to H x W
+    bilinearly with ``align_corners=True`` and flipped back. Use ``tta_pipeline =
+    test_pipeline``.
 
     Args:
         module: The segmentor (config or module), set by ``tools/test.py --tta``.
-        merge: 'logits_sum' (release) or 'prob_mean' (mmseg: mean of the probabilities).
-        pad_stride: Pad every view to ``k * pad_stride + 1`` (release: 8); None: mmseg's way.
+        scales: The views' scales (release: 0.5 to 1.75, step 0.25).
+        flip: Also every scale of the flipped image (release: True; 12 views in all).
+        pad_stride: Pad each view to ``k * pad_stride + 1`` (release: 8); None: no padding.
+        merge: 'logits_sum' (release) or 'prob_mean' (mmseg: the mean of the softmax).
         data_preprocessor: Optional preprocessor for ``module``.
     """
 
     def __init__(
         self,
         module: Union[dict, torch.nn.Module],
+        scales: Sequence[float] = (0.5, 0.75, 1.0, 1.25, 1.5, 1.75),
+        flip: bool = True,
+        pad_stride: Optional[int] = 8,
         merge: str = "logits_sum",
-        pad_stride: Optional[int] = None,
         data_preprocessor: Optional[dict] = None,
     ) -> None:
-        if merge not in MERGES:
-            raise ValueError(f"merge must be one of {MERGES}, got {merge!r}")
-        if pad_stride is not None and pad_stride < 1:
-            raise ValueError(f"pad_stride must be >= 1 or None, got {pad_stride}")
-        super().__init__(module=module, data_preprocessor=data_preprocessor)
-        self.merge = merge
-        self.pad_stride = pad_stride
-
-    def test_step(self, data: Union[dict, tuple, list]) -> list[SegDataSample]:
-        """Predict every view (padded if ``pad_stride`` is set) and merge the predictions."""
-        if self.pad_stride is None:
-            return super().test_step(data)
-        if isinstance(data, dict):
-            views: list[Any] = [dict(zip(data, v)) for v in zip(*data.values())]
-        else:
-            views = [list(v) for v in zip(*data)]
-        return self.merge_preds(list(zip(*map(self._predict_padded, views))))
-
-    def _predict_padded(self, view: Union[dict, list]) -> list[SegDataSample]:
-        """One view: preprocess, pad to k * pad_stride + 1, predict (cropped back by mmseg)."""
-        batch = self.module.data_preprocessor(view, False)
-        pad_val = getattr(self.module.data_preprocessor, "pad_val", 0)
-        inputs, pad_h, pad_w = pad_to_stride_plus_one(batch["inputs"], self.pad_stride, pad_val)
-        samples = batch["data_samples"]
-        for sample in samples:
-            left, right, top, bottom = sample.metainfo.get(
-                "img_padding_size", sample.metainfo.get("padding_size", (0, 0, 0, 0))
+        if merge not in ("logits_sum", "prob_mean"):
+            raise ValueError(f"merge must be 'logits_sum' or 'prob_mean', got {merge!r}")
+        if (pad_stride is not None and pad_stride < 1) or not scales or min(scales) <= 0:
+            raise ValueError(
+                f"pad_stride >= 1 or None and scales > 0 needed: {pad_stride}, {scales}"
             )
-            # mmseg crops img_padding_size after resizing the logits to pad_shape
-            padding = [left, right + pad_w, top, bottom + pad_h]
-            sample.set_metainfo(dict(img_padding_size=padding, pad_shape=tuple(inputs.shape[-2:])))
-        return self.module(inputs, samples, mode="predict")
+        super().__init__(module=module, data_preprocessor=data_preprocessor)
+        if getattr(self.module, "out_channels", 2) == 1:
+            raise ValueError(f"{type(self).__name__} merges multi-class logits, not one channel")
+        self.scales, self.flip = tuple(scales), flip
+        self.pad_stride, self.merge = pad_stride, merge
 
-    def merge_preds(self, data_samples_list: list[list[SegDataSample]]) -> list[SegDataSample]:
-        """Merge the views of each image (``seg_logits`` (C, H, W) at the image size, flipped
-        back) into ``pred_sem_seg`` (1, H, W) and ``seg_logits`` (summed logits or mean
-        probabilities), keeping ``gt_sem_seg``."""
-        merged = []
-        for views in data_samples_list:
-            logits = torch.stack([v.seg_logits.data for v in views])  # (V, C, H, W)
-            single = logits.shape[1] == 1
-            if self.merge == "logits_sum":
-                scores = logits.sum(dim=0)  # (C, H, W)
-            else:
-                probs = logits.sigmoid() if single else logits.softmax(dim=1)
-                scores = probs.mean(dim=0)  # (C, H, W)
-            if single:
-                prob = scores.div(len(views)).sigmoid() if self.merge == "logits_sum" else scores
-                pred = (prob > self.module.decode_head.threshold).to(torch.long)
-            else:
-                pred = scores.argmax(dim=0, keepdim=True)  # (1, H, W)
-            out = SegDataSample(metainfo=views[0].metainfo)
-            out.pred_sem_seg = PixelData(data=pred)
-            out.seg_logits = PixelData(data=scores)
-            if "gt_sem_seg" in views[0]:
-                out.gt_sem_seg = views[0].gt_sem_seg
-            merged.append(out)
-        return merged
+    def test_step(self, data: dict) -> list[SegDataSample]:
+        """Predict every image of a ``test_pipeline`` batch (``inputs``, ``data_samples``)."""
+        if not isinstance(data["inputs"][0], Tensor):
+            raise UsageError(
+                f"{type(self).__name__} makes the views itself: set tta_pipeline = test_pipeline "
+                "(the original image), not mmseg's TestTimeAug"
+            )
+        results = []
+        for image, sample in zip(data["inputs"], data["data_samples"]):
+            one = self.module.data_preprocessor(dict(inputs=[image], data_samples=[sample]), False)
+            scores = self.predict_scores(one["inputs"]).squeeze(0)  # (C, H, W)
+            out = SegDataSample(metainfo=sample.metainfo)
+            out.seg_logits = PixelData(data=scores.float())
+            out.pred_sem_seg = PixelData(data=scores.argmax(dim=0, keepdim=True))  # (1, H, W)
+            if "gt_sem_seg" in sample:
+                out.gt_sem_seg = sample.gt_sem_seg
+            results.append(out)
+        return results
+
+    @torch.no_grad()
+    def predict_scores(self, image: Tensor) -> Tensor:
+        """The merged scores (1, C, H, W) of a normalised image (1, 3, H, W)."""
+        height, width = image.shape[-2:]
+        scores = 0.0
+        for flipped in (False, True)[: 1 + self.flip]:
+            source = image.flip(-1) if flipped else image
+            for scale in self.scales:
+                size = (int(scale * height), int(scale * width))  # floored, as the release
+                view = F.interpolate(source, size, mode="bilinear", align_corners=True)
+                if self.pad_stride is not None:
+                    view = pad_to_stride_plus_one(view, self.pad_stride)
+                meta = dict(img_shape=view.shape[-2:], ori_shape=view.shape[-2:])
+                logits = self.module.inference(view, [meta])[..., : size[0], : size[1]]
+                logits = F.interpolate(logits, (height, width), mode="bilinear", align_corners=True)
+                logits = logits.flip(-1) if flipped else logits  # (1, C, H, W)
+                if self.merge == "prob_mean":
+                    logits = logits.softmax(dim=1) / (len(self.scales) * (1 + self.flip))
+                scores = scores + logits
+        return scores

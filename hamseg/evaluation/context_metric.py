@@ -1,8 +1,5 @@
-"""PASCAL Context: the 60-class and the 59-class mIoU of one 60-class model from one test run.
-
-Paper Table 5 (55.2 mIoU) does not say which of the two benchmarks it is; docs/recipes.md
-("PASCAL Context: which number") defines both. The scores are the samples' ``seg_logits``.
-"""
+"""PASCAL Context: the 60-class and the 59-class mIoU of one 60-class model from one test run
+(the paper's Table 5 is a 59-class number: docs/evaluation.md, "PASCAL Context")."""
 
 from __future__ import annotations
 
@@ -11,7 +8,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from mmengine.logging import print_log
 from mmseg.evaluation import IoUMetric
 from mmseg.registry import METRICS
 from torch import Tensor
@@ -25,8 +21,7 @@ def objects_only(
     """Prediction and label (H, W) without the background class: the argmax of the scores
     (C, H, W) over the C - 1 object classes, and the label with the classes above background
     shifted down by one and background pixels set to ``ignore_index``."""
-    num_classes = scores.shape[0]
-    keep = [c for c in range(num_classes) if c != background_index]
+    keep = [c for c in range(scores.shape[0]) if c != background_index]
     pred = scores[keep].argmax(dim=0)  # (C - 1, H, W) -> (H, W)
     shifted = torch.where(label > background_index, label - 1, label)
     is_ignored = (label == background_index) | (label == ignore_index)
@@ -36,8 +31,8 @@ def objects_only(
 @METRICS.register_module()
 class ContextIoUMetric(IoUMetric):
     """``IoUMetric`` (``aAcc``, ``mIoU``, ... over all classes) plus the same metrics without
-    the class ``background_index`` (:func:`objects_only`), named with the number of object
-    classes appended (``mIoU59`` for Context). ``**kwargs`` go to ``IoUMetric``."""
+    the class ``background_index`` (:func:`objects_only`) from the samples' ``seg_logits``,
+    named with the number of object classes appended (``mIoU59`` for Context)."""
 
     def __init__(self, background_index: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -49,10 +44,6 @@ class ContextIoUMetric(IoUMetric):
         """Areas of the all-class and of the object-class evaluation of each sample."""
         num_classes = len(self.dataset_meta["classes"])
         for sample in data_samples:
-            if "seg_logits" not in sample:
-                raise KeyError(
-                    "ContextIoUMetric needs the samples' seg_logits (mmseg predicts them)"
-                )
             scores = sample["seg_logits"]["data"]  # (C, H, W)
             if scores.shape[0] != num_classes:
                 raise ValueError(
@@ -68,7 +59,7 @@ class ContextIoUMetric(IoUMetric):
             )
 
     def compute_metrics(self, results: list) -> dict[str, float]:
-        """mmseg's metrics over all classes, then the object-class ones (suffix C - 1)."""
+        """mmseg's metrics over all classes (logged), then the object-class ones (suffix C - 1)."""
         metrics = super().compute_metrics([every for every, _ in results])
         totals = [sum(parts) for parts in zip(*(objects for _, objects in results))]
         per_class = self.total_area_to_metrics(*totals, self.metrics, self.nan_to_num, self.beta)
@@ -76,10 +67,4 @@ class ContextIoUMetric(IoUMetric):
         for key, value in per_class.items():
             name = key if key == "aAcc" else f"m{key}"
             metrics[f"{name}{suffix}"] = np.round(np.nanmean(value) * 100, 2)
-        print_log(
-            f"without background ({suffix} object classes; background pixels ignored, argmax "
-            f"over the object classes): "
-            + ", ".join(f"{k}={v}" for k, v in metrics.items() if k.endswith(suffix)),
-            logger="current",
-        )
         return metrics

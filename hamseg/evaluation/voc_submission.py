@@ -1,7 +1,5 @@
 """PASCAL VOC 2012 test-server submission (paper Table 4: 85.9 mIoU is a test result):
-indexed PNGs with the VOC palette in the comp5/comp6 folder, packed as tar.gz by rank 0 once
-every rank has written its own (docs/recipes.md, "VOC 2012 test server").
-"""
+docs/recipes.md, "VOC 2012 test server"."""
 
 from __future__ import annotations
 
@@ -25,13 +23,11 @@ SUBMISSION_FOLDER = "results/VOC2012/Segmentation/{task}_test_cls"
 
 
 def voc_palette(num_colors: int = 256) -> list[int]:
-    """The VOC devkit's colour map (VOClabelcolormap.m) as a flat PIL palette [r, g, b, ...] of
-    ``num_colors`` entries: the bits of i, three at a time (one to each of r, g, b), from each
-    channel's most significant bit down (0 black, 255 void (224, 224, 192))."""
+    """The VOC devkit's colour map (VOClabelcolormap.m) as a flat PIL palette: the bits of i,
+    three at a time, one to each of r, g, b from the most significant bit down."""
     palette = []
     for index in range(num_colors):
-        rgb = [0, 0, 0]
-        value = index
+        rgb, value = [0, 0, 0], index
         for shift in range(7, -1, -1):
             for channel in range(3):
                 rgb[channel] |= ((value >> channel) & 1) << shift
@@ -41,19 +37,17 @@ def voc_palette(num_colors: int = 256) -> list[int]:
 
 
 def pack_submission(output_dir: str, ids: Sequence[str], task: str, archive: str) -> str:
-    """Pack the ``<output_dir>/results/.../<id>.png`` of exactly ``ids`` (not PNGs left by an
-    earlier run) into ``archive`` (relative to ``output_dir`` unless absolute); returns its path.
-    FileNotFoundError names the first listed prediction that is missing."""
+    """Pack ``<output_dir>/results/.../<id>.png`` of exactly ``ids`` into ``archive`` (relative to
+    ``output_dir`` unless absolute); FileNotFoundError names the first missing prediction."""
     folder = SUBMISSION_FOLDER.format(task=task)
     path = archive if osp.isabs(archive) else osp.join(output_dir, archive)
-    partial = f"{path}.part"
-    with tarfile.open(partial, "w:gz") as tar:
+    with tarfile.open(f"{path}.part", "w:gz") as tar:
         for image_id in ids:
             png = osp.join(output_dir, folder, f"{image_id}.png")
             if not osp.isfile(png):
                 raise FileNotFoundError(f"prediction {png} is missing: the test run is incomplete")
             tar.add(png, arcname=f"{folder}/{image_id}.png")
-    os.replace(partial, path)
+    os.replace(f"{path}.part", path)
     return path
 
 
@@ -62,18 +56,14 @@ class VOCSubmissionMetric(IoUMetric):
     """Write the VOC 2012 test-server submission (and, with labels, evaluate as IoUMetric).
 
     Every rank writes ``<output_dir>/results/VOC2012/Segmentation/<task>_test_cls/<id>.png``
-    (indexed, VOC palette, original size, values 0..20, atomically); rank 0 packs them into
-    ``<output_dir>/<archive>`` (None: no archive) and logs where it is.
+    (indexed, VOC palette, original size); rank 0 packs them into ``<output_dir>/<archive>``.
 
     Args:
         output_dir: Root of the submission (``tools/test.py --out`` sets it too).
         format_only: True for the label-free test split; False also computes IoU from labels.
         task: 'comp6' (trained with data beyond VOC, such as SBD: the recipes) or 'comp5'.
-        archive: Archive name (relative to ``output_dir``) or path.
+        archive: Archive name (relative to ``output_dir``) or path; None: no archive.
         **kwargs: ``IoUMetric`` arguments (mmseg's ``keep_results`` is accepted and ignored).
-
-    Raises:
-        ValueError: No ``output_dir``, or an unknown ``task``.
     """
 
     TASKS = ("comp5", "comp6")
@@ -88,39 +78,36 @@ class VOCSubmissionMetric(IoUMetric):
     ) -> None:
         if not output_dir:
             raise ValueError(
-                "VOCSubmissionMetric needs output_dir (set test_evaluator.output_dir or pass "
-                "--out to tools/test.py)"
+                "VOCSubmissionMetric needs output_dir (test_evaluator.output_dir, --out)"
             )
         if task not in self.TASKS:
             raise ValueError(f"task must be one of {self.TASKS}, got {task!r}")
         # IoUMetric would write plain PNGs into output_dir itself: it gets none.
         super().__init__(output_dir=None, format_only=format_only, **kwargs)
-        self.output_dir = output_dir
-        self.task = task
-        self.archive = archive
+        self.output_dir, self.task, self.archive = output_dir, task, archive
         self.folder = osp.join(output_dir, SUBMISSION_FOLDER.format(task=task))
 
     def process(self, data_batch: Any, data_samples: Sequence[dict]) -> None:
         """Write each prediction; keep its id (and, with labels, the IoU areas) for rank 0."""
         os.makedirs(self.folder, exist_ok=True)  # every rank: rank 0 may not have made it yet
-        num_classes = len(self.dataset_meta["classes"])
         for sample in data_samples:
             pred = sample["pred_sem_seg"]["data"].squeeze(0)  # (H, W)
             image_id = osp.splitext(osp.basename(sample["img_path"]))[0]
-            ori_shape = tuple(sample.get("ori_shape", pred.shape))
-            if tuple(pred.shape) != ori_shape[:2]:
+            ori_shape = tuple(sample.get("ori_shape", pred.shape))[:2]
+            if tuple(pred.shape) != ori_shape:
                 raise ValueError(
                     f"prediction of {image_id} is {tuple(pred.shape)}, not the image's size "
-                    f"{ori_shape[:2]}: the server needs predictions at the original size"
+                    f"{ori_shape}: the server needs predictions at the original size"
                 )
             image = Image.fromarray(pred.cpu().numpy().astype(np.uint8))  # mode "L" ...
             image.putpalette(voc_palette())  # ... becomes "P", values kept
             path = osp.join(self.folder, f"{image_id}.png")
-            image.save(f"{path}.part{get_rank()}", format="PNG")  # atomic: padded duplicates
-            os.replace(f"{path}.part{get_rank()}", path)  # of the sampler meet on two ranks
+            image.save(f"{path}.part{get_rank()}", format="PNG")  # atomic: the sampler's padded
+            os.replace(f"{path}.part{get_rank()}", path)  # duplicates meet on two ranks
             areas = None
             if not self.format_only:
                 label = sample["gt_sem_seg"]["data"].squeeze(0).to(pred)
+                num_classes = len(self.dataset_meta["classes"])
                 areas = self.intersect_and_union(pred, label, num_classes, self.ignore_index)
             self.results.append((image_id, areas))
 
@@ -128,17 +115,12 @@ class VOCSubmissionMetric(IoUMetric):
         """Pack the archive (rank 0, all ranks' PNGs written) and compute IoU if not format_only."""
         ids = [image_id for image_id, _ in results]
         metrics = {} if self.format_only else super().compute_metrics([a for _, a in results])
-        print_log(
-            f"{len(ids)} predictions in the VOC server format (indexed PNG, VOC palette) in "
-            f"{self.folder}",
-            logger="current",
-        )
+        print_log(f"{len(ids)} predictions in the VOC server format in {self.folder}", "current")
         if self.archive is not None:
             path = pack_submission(self.output_dir, ids, self.task, self.archive)
             print_log(
-                f"VOC submission archive: {osp.abspath(path)} ({len(ids)} PNGs under "
-                f"{SUBMISSION_FOLDER.format(task=self.task)}/). Upload it to the PASCAL VOC "
-                f"evaluation server as segmentation {self.task} (docs/recipes.md).",
-                logger="current",
+                f"VOC submission archive: {osp.abspath(path)}: upload it to the PASCAL VOC "
+                f"evaluation server as segmentation {self.task} (docs/recipes.md)",
+                "current",
             )
         return metrics

@@ -6,7 +6,7 @@ do another (norm layers, dilations, stem, parameter groups), from the built mode
 
 import hamseg  # noqa: F401, I001  (patches the stack before anything imports mmseg)
 
-import copy
+import inspect
 import glob
 import os
 import os.path as osp
@@ -57,12 +57,8 @@ def train_pipeline(cfg: Config) -> list:
     return (dataset.datasets[0] if dataset.type == "ConcatDataset" else dataset).pipeline
 
 
-def resize_scales(choice: dict) -> list[float]:
-    return [t[0]["scale_factor"] if isinstance(t, list) else t["scale_factor"] for t in choice]
-
-
-def check_data(cfg: Config, batch: int = 2) -> None:
-    """Crop 513, scales 0.5..2.0 of the original image, flip, batch per GPU, TTA."""
+def check_data(cfg: Config, batch: int = 2, tta: str = "HamSegTTAModel") -> None:
+    """Crop 513, the release's scales 0.5..2.0 of the original image, flip, batch per GPU, TTA."""
     assert cfg.model.data_preprocessor.size == (513, 513)
     assert (
         cfg.model.data_preprocessor.pad_val == 0 and cfg.model.data_preprocessor.seg_pad_val == 255
@@ -70,17 +66,23 @@ def check_data(cfg: Config, batch: int = 2) -> None:
     assert cfg.model.data_preprocessor.mean == [123.675, 116.28, 103.53]
     assert cfg.model.data_preprocessor.std == [58.395, 57.12, 57.375]
     steps = {t["type"]: t for t in train_pipeline(cfg)}
-    assert resize_scales(steps["RandomChoice"]["transforms"]) == TRAIN_SCALES
-    assert all(t[0]["keep_ratio"] for t in steps["RandomChoice"]["transforms"])
+    assert steps["HamReleaseRescale"]["ratios"] == TRAIN_SCALES
     assert steps["RandomCrop"]["crop_size"] == (513, 513)
     assert steps["RandomCrop"].get("cat_max_ratio", 1.0) == 1.0  # plain random crop
     assert steps["RandomFlip"]["prob"] == 0.5
     assert "PhotoMetricDistortion" not in steps
     assert cfg.train_dataloader.batch_size == batch
-    tta = cfg.tta_pipeline[1]["transforms"]
-    assert [t["scale_factor"] for t in tta[0]] == TTA_SCALES
-    assert [t["prob"] for t in tta[1]] == [0.0, 1.0]
-    assert cfg.tta_model == dict(type="HamSegTTAModel", merge="logits_sum", pad_stride=8)
+    assert cfg.tta_pipeline == cfg.test_dataloader.dataset.pipeline  # the model makes the views
+    if tta == "HamSegTTAModel":  # the release's 12 views
+        expected = dict(scales=TTA_SCALES, flip=True, pad_stride=8, merge="logits_sum")
+    else:  # App. E.3: the attention models' (PyTorch-Encoding's) test
+        expected = dict(base_size=520, crop_size=513, scales=TRAIN_SCALES, flip=True)
+    assert cfg.tta_model.type == tta
+    got = {k: v.default for k, v in inspect.signature(MODELS.get(tta)).parameters.items()}
+    got.update(cfg.tta_model)  # the class's defaults, for what a config leaves out
+    assert {
+        k: list(v) if isinstance(v, tuple) else v for k, v in got.items() if k in expected
+    } == expected
     assert cfg.model.test_cfg.mode == "whole"
     val_steps = [t["type"] for t in cfg.val_dataloader.dataset.pipeline]
     assert "Resize" not in val_steps  # validation at the original size
@@ -90,6 +92,7 @@ def check_schedule(cfg: Config, lr: float, iters: int) -> None:
     """SGD momentum 0.9, wd 1e-4, poly 0.9 to 0 without warm-up, the release's groups."""
     opt = cfg.optim_wrapper.optimizer
     assert (opt.type, opt.lr, opt.momentum, opt.weight_decay) == ("SGD", lr, 0.9, 1e-4)
+    assert opt.fused is True  # torch's one-kernel SGD (docs/gpu.md)
     assert cfg.optim_wrapper.paramwise_cfg == dict(
         norm_decay_mult=0.0, custom_keys={".bias": dict(lr_mult=2.0, decay_mult=0.0)}
     )
@@ -186,28 +189,6 @@ def test_voc_parameter_groups(voc, voc_model):
     assert seen == len(names)
 
 
-def test_recipe_sgd_is_fused_and_updates_as_unfused(voc):
-    """The recipes use torch's fused SGD (docs/gpu.md); on the CPU it gives the unfused update."""
-    init_default_scope("mmseg")
-    assert voc.optim_wrapper.optimizer.fused is True
-    unfused = copy.deepcopy(voc.optim_wrapper)
-    unfused.optimizer.fused = False
-    torch.manual_seed(0)
-    nets = [nn.Sequential(nn.Conv2d(3, 5, 3), nn.BatchNorm2d(5), nn.Conv2d(5, 2, 1))]
-    nets.append(copy.deepcopy(nets[0]))
-    wrappers = [build_optim_wrapper(nets[0], voc.optim_wrapper)]
-    wrappers.append(build_optim_wrapper(nets[1], unfused))
-    assert [w.optimizer.defaults["fused"] for w in wrappers] == [True, False]
-    x = torch.randn(2, 3, 11, 7)
-    before = nets[0][0].weight.detach().clone()
-    for _ in range(3):
-        for net, wrapper in zip(nets, wrappers):
-            wrapper.update_params(net(x).square().mean())
-    for fused, plain in zip(nets[0].parameters(), nets[1].parameters()):
-        torch.testing.assert_close(fused, plain, rtol=1e-6, atol=1e-7)
-    assert (nets[0][0].weight - before).abs().max() > 1e-4  # the steps moved the weights
-
-
 def test_voc_stage2_recipe():
     cfg = load("configs", "ham_voc_trainval.py")
     check_data(cfg)
@@ -246,7 +227,7 @@ def test_context_recipes(voc, name, classes, dataset, metric):
     """configs/ham_context.py is Table 5's protocol: 59 classes, background ignored in training
     (reduce_zero_label) and in the metric (mIoU over the 59); the 60-class recipe reports both."""
     cfg = load("configs", name)
-    check_data(cfg)
+    check_data(cfg, tta="MultiEvalTTAModel")
     check_schedule(cfg, lr=0.002, iters=25000)
     check_norms(cfg)
     assert cfg.model.decode_head.num_classes == classes
@@ -273,6 +254,18 @@ SHORT_NAMES = {
 }
 
 
+def test_the_context_release_msflip_config_is_the_headline_with_the_release_test():
+    headline = load("configs", "ham_context.py").to_dict()
+    msflip = load(
+        "configs", "hamnet", "hamnet_r101-d8_8xb2-25k_pascal-context-59-513x513_release-msflip.py"
+    ).to_dict()
+    assert msflip.pop("tta_model") == dict(
+        type="HamSegTTAModel", scales=TTA_SCALES, flip=True, pad_stride=8, merge="logits_sum"
+    )
+    headline.pop("tta_model")
+    assert msflip == headline  # the same model, data, metric and run folder
+
+
 def test_long_and_short_names_agree():
     assert sorted(SHORT_NAMES) == sorted(
         osp.basename(p) for p in glob.glob(osp.join(REPO, "configs", "ham_*.py"))
@@ -281,13 +274,6 @@ def test_long_and_short_names_agree():
         a, b = load("configs", short).to_dict(), load("configs", "hamnet", long).to_dict()
         assert a.pop("work_dir") == f"work_dirs/{long[:-3]}", short  # the twin's run folder
         assert a == b, short
-
-
-def test_short_names_write_to_their_twins_work_dir():
-    """tools/train.py with either name writes (and --resume reads) one folder."""
-    for short, long in SHORT_NAMES.items():
-        assert load("configs", "hamnet", long).get("work_dir") is None  # default: its name
-        assert load("configs", short).work_dir == f"work_dirs/{long[:-3]}"
 
 
 def test_v1c_variant_only_changes_the_backbone_weights(voc):
@@ -397,29 +383,3 @@ def test_ablation_configs_change_one_setting():
             k: v for k, v in base["model"]["decode_head"].items() if k != "ham_cfg"
         }
         assert cfg == other, name
-
-
-def test_docs_list_every_ablation_and_recipe():
-    text = open(osp.join(REPO, "docs", "recipes.md")).read()
-    for name in ABLATION_HAMS:
-        assert name in text, name
-    for name in ("ham_voc.py", "ham_voc_trainval.py", "ham_context.py", "ham_context_60.py"):
-        assert f"configs/{name}" in text
-
-
-def test_polylr_formula_in_the_docs():
-    """docs/recipes.md, "Schedule": mmengine's PolyLR gives iteration i (0-based) of T the lr
-    eta_min + (lr_0 - eta_min) (1 - i / (T - 1)) ^ 0.9: lr_0 first, eta_min at the last one."""
-    from mmengine.optim.scheduler import PolyLR
-
-    lr0, eta_min, steps = 0.009, 0.0005, 7
-    optimizer = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=lr0)
-    scheduler = PolyLR(optimizer, eta_min=eta_min, power=0.9, begin=0, end=steps, by_epoch=False)
-    used = []
-    for _ in range(steps):
-        used.append(optimizer.param_groups[0]["lr"])
-        optimizer.step()
-        scheduler.step()
-    expected = [eta_min + (lr0 - eta_min) * (1 - i / (steps - 1)) ** 0.9 for i in range(steps)]
-    assert used == pytest.approx(expected, rel=1e-12)
-    assert used[0] == lr0 and used[-1] == pytest.approx(eta_min)

@@ -1,27 +1,19 @@
-"""MultiEvalTTAModel: PyTorch-Encoding's multi-size evaluation (Table 5's comparators' test)."""
+"""MultiEvalTTAModel: PyTorch-Encoding's multi-size evaluation (App. E.3, Context's --tta)."""
 
 from __future__ import annotations
 
-import os.path as osp
-
-import numpy as np
 import pytest
 import torch
-from mmengine.config import Config
-from mmengine.structures import PixelData
 from mmseg.models.data_preprocessor import SegDataPreProcessor
-from mmseg.structures import SegDataSample
 from torch import nn
 
 from hamseg.engine.multi_eval_tta import MultiEvalTTAModel, view_size
-from tests.conftest import REPO
-from tests.data.tiny_twin import save_checkpoint, tiny_model, write_split, write_tiny_twin
 from tests.helpers import one_thread  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
-MULTI_EVAL = "hamnet/hamnet_r101-d8_8xb2-25k_pascal-context-59-513x513_multi-eval.py"
+CONTEXT = "hamnet/hamnet_r101-d8_8xb2-25k_pascal-context-59-513x513.py"
 
 
 class PixelModel(nn.Module):
@@ -124,53 +116,9 @@ def test_it_differs_from_mmseg_slide_windows():
     assert (ours - (mmseg / count).double()).abs().max() > 0.05
 
 
-def test_test_step_predicts_the_argmax_and_keeps_the_label():
-    tta = multi_eval(base_size=24, crop_size=16, scales=(0.75, 1.0))
-    image = torch.randint(0, 256, (3, 19, 23), dtype=torch.uint8)
-    sample = SegDataSample(metainfo=dict(img_shape=(19, 23), ori_shape=(19, 23)))
-    sample.gt_sem_seg = PixelData(data=torch.randint(0, 4, (1, 19, 23)))
-    (out,) = tta.test_step(dict(inputs=[image], data_samples=[sample]))
-    assert out.seg_logits.data.shape == (4, 19, 23)
-    assert torch.equal(out.pred_sem_seg.data, out.seg_logits.data.argmax(0, keepdim=True))
-    assert torch.equal(out.gt_sem_seg.data, sample.gt_sem_seg.data)
-
-
 @pytest.mark.parametrize(
     "bad", [dict(base_size=0), dict(crop_size=1), dict(scales=()), dict(scales=(0.0,))]
 )
 def test_bad_arguments_are_refused(bad):
-    with pytest.raises(ValueError, match="base_size"):
+    with pytest.raises(ValueError, match="base_size|scales"):
         multi_eval(**bad)
-
-
-def test_the_multi_eval_config_tests_end_to_end(tmp_path):
-    """tools/test.py --tta's config surgery on a tiny twin of the multi-eval Context config: 59
-    classes from 60-class label files, the original image in, one mIoU out."""
-    from mmengine.runner import Runner
-
-    rng = np.random.default_rng(0)
-    labels = {}
-    for i, (h, w) in enumerate(((33, 45), (41, 29))):
-        labels[f"2008_00000{i}"] = rng.choice([0, 3, 7, 59], (h, w)).astype(np.uint8)
-    images = {}
-    for key, label in labels.items():
-        images[key] = (label[..., None] * 4 + rng.integers(0, 9, (*label.shape, 3))).astype(
-            np.uint8
-        )
-    list_file = osp.join("ImageSets", "SegmentationContext", "val.txt")
-    root = write_split(
-        str(tmp_path / "VOC2010"), images, list_file, labels, "SegmentationClassContext"
-    )
-    model = tiny_model(59, head=dict(ham_cfg=dict(type="NMF", R=4, eval_seed=0)))
-    config = write_tiny_twin(MULTI_EVAL, str(tmp_path / "tiny.py"), model)
-    cfg = Config.fromfile(config)
-    cfg.tta_model.update(base_size=40, crop_size=32, scales=[0.75, 1.25])  # 6 crops per image
-    cfg.test_dataloader.dataset.data_root = root
-    cfg.test_dataloader.dataset.pipeline = cfg.tta_pipeline
-    cfg.tta_model.module = cfg.model
-    cfg.model = cfg.tta_model
-    cfg.work_dir, cfg.launcher = str(tmp_path / "work"), "none"
-    cfg.load_from = save_checkpoint(config, str(tmp_path / "c.pth"))
-    metrics = Runner.from_cfg(cfg).test()
-    assert 0 <= metrics["mIoU"] <= 100
-    assert Config.fromfile(osp.join(REPO, "configs", MULTI_EVAL)).tta_model.crop_size == 513

@@ -196,13 +196,6 @@ def test_submission_end_to_end_single_scale(submission_setup):
     assert len({p.tobytes() for p in preds.values()}) == len(SIZES)
 
 
-def test_submission_end_to_end_with_tta(submission_setup):
-    out = str(submission_setup["tmp"] / "tta")
-    log = run_submission(submission_setup, out, "--tta")
-    assert "HamSegTTAModel" in log
-    check_submission(out, log)
-
-
 @pytest.mark.slow
 def test_submission_distributed_two_processes(submission_setup):
     """2 gloo ranks: 3 images, so the sampler pads rank 1 with a duplicate of the first."""

@@ -231,14 +231,14 @@ def test_readme_tables_agree_with_the_metafile(folder):
 
 def test_the_index_says_where_weights_are_and_why_results_are_missing():
     """Four HamNet models have no paper number (VOC stage 1, its ResNetV1c variant, the
-    60-class Context recipe, the multi-eval Context test); the others that lack Results are
+    60-class Context recipe, the release-msflip Context test); the others that lack Results are
     marked not trained here."""
     hamnet = [m for m in models() if m["Config"].startswith("configs/hamnet/")]
     without = sorted(m["Name"] for m in hamnet if "Results" not in m and not not_trained_here(m))
     assert without == [
         "hamnet_r101-d8-v1c_8xb2-60k_voc12aug-513x513",
         "hamnet_r101-d8_8xb2-25k_pascal-context-513x513",
-        "hamnet_r101-d8_8xb2-25k_pascal-context-59-513x513_multi-eval",
+        "hamnet_r101-d8_8xb2-25k_pascal-context-59-513x513_release-msflip",
         "hamnet_r101-d8_8xb2-60k_voc12aug-513x513",
     ]
     # every config folder explains itself; configs/custom (templates) too

@@ -1,94 +1,125 @@
-"""A checkpoint's mIoU under the evaluation protocols of a random-init ham (any mmseg config).
+"""The number to report for a checkpoint whose ham draws a random dictionary (docs/evaluation.md):
+the mean of N test runs under the paper's protocol with its 95% interval, on one process or N.
 
-    python tools/analysis/eval_variance.py CONFIG CKPT --runs 5 --tta        # the paper's protocol
-    python tools/analysis/eval_variance.py CONFIG CKPT --runs 5 --ensemble   # and hamseg's ensemble
-    python tools/analysis/eval_variance.py CONFIG CKPT --seeds 0 1 2 3 4 --draws 1 12 --runs 0
+    python tools/analysis/eval_variance.py CONFIG CKPT --runs 5 --tta [--ensemble]
+    torchrun --nproc_per_node 8 tools/analysis/eval_variance.py CONFIG CKPT --runs 5 --tta \
+        --launcher pytorch
 
---runs N: the paper's protocol (eval_seed=None, eval_draws=1: a new dictionary for every image at
-every forward, as the release and mmseg's LightHamHead), N test runs, run i after
-torch.manual_seed(--seed + i): the mean with its 95% interval and the std. --ensemble: one run
-of hamseg's deterministic ensemble (eval_seed=0, eval_draws=12) and its difference to that mean.
---seeds: one timed evaluation per eval_seed and ensemble size K (--draws, default the config's
-eval_draws). --tta: every run with the config's test-time augmentation (tools/test.py --tta).
-docs/evaluation.md.
+The paper's protocol (eval_seed=None, eval_draws=1): a new dictionary for every image at every
+forward, as the release and mmseg's LightHamHead. Run i draws image x's dictionaries after
+torch.manual_seed(crc32(f"{--seed + i}:{x's path}")), so the runs are the same on any number of
+ranks (test batch size 1, as the recipes). --ensemble: one run of hamseg's deterministic
+ensemble (eval_seed=0, eval_draws=12) and its difference to the mean. Any mmseg config.
 """
 
-from __future__ import annotations
-
 import argparse
-import os.path as osp
-import sys
+import statistics
+import zlib
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
+import torch
+from mmengine.config import DictAction
+from mmengine.dist import is_main_process
+from mmengine.hooks import Hook
+from mmengine.runner import Runner
+from scipy.stats import t
 
-import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before mmseg is used)
+from hamseg.apis.checkpoint import check_checkpoint_file
+from hamseg.cli import LAUNCHERS, CLIError, build_config, run_cli
+from hamseg.datasets.checks import check_dataset_paths
+from hamseg.engine.tta import use_tta
+from hamseg.models import MatrixDecomposition2D
+from hamseg.utils.errors import require_file
 
-# isort: split
-from mmengine.config import DictAction  # noqa: E402
+PAPER, ENSEMBLE = dict(eval_seed=None, eval_draws=1), dict(eval_seed=0, eval_draws=12)
 
-from hamseg.cli import CLIError, build_config, run_cli  # noqa: E402
-from hamseg.datasets.checks import check_dataset_paths  # noqa: E402
-from hamseg.engine.tta import use_tta  # noqa: E402
-from hamseg.utils.errors import require_file  # noqa: E402
-from tools.lab.analysis.eval_variance import (  # noqa: E402
-    Evaluation,
-    evaluate_repeatedly,
-    hams,
-    seed_sweep,
-    set_protocol,
-)
+
+class ImageSeedHook(Hook):
+    """Seed torch before every test batch with its run and its images' paths."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def before_test_iter(self, runner, batch_idx: int, data_batch=None) -> None:
+        samples = data_batch["data_samples"]
+        paths = [s.img_path for s in (samples[0] if isinstance(samples[0], list) else samples)]
+        torch.manual_seed(zlib.crc32(f"{self.seed}:{'|'.join(paths)}".encode()))
+
+
+def set_protocol(model: torch.nn.Module, protocol: dict) -> int:
+    """Set eval_seed and eval_draws of every hamseg ham of ``model``; how many there are."""
+    hams = [m for m in model.modules() if isinstance(m, MatrixDecomposition2D)]
+    for ham in hams:
+        ham.eval_seed, ham.eval_draws = protocol["eval_seed"], protocol["eval_draws"]
+    return len(hams)
+
+
+def interval(values: list[float]) -> tuple[float, float, float]:
+    """Mean, half width of its 95% Student t interval, sample std (0, 0 for one value)."""
+    if len(values) == 1:
+        return values[0], 0.0, 0.0
+    std = statistics.stdev(values)
+    return (
+        statistics.fmean(values),
+        float(t.ppf(0.975, len(values) - 1)) * std / len(values) ** 0.5,
+        std,
+    )
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("config")
     p.add_argument("checkpoint")
-    p.add_argument("--seeds", type=int, nargs="+", default=[], help="eval_seed values to sweep")
-    p.add_argument("--draws", type=int, nargs="+", help="eval_draws values K of the sweep")
-    p.add_argument("--runs", type=int, default=5, help="runs of the paper's protocol (0: none)")
-    p.add_argument("--seed", type=int, default=0, help="run i draws after manual_seed(seed + i)")
+    p.add_argument("--runs", type=int, default=5, help="test runs of the paper's protocol")
+    p.add_argument("--seed", type=int, default=0, help="run i seeds its images with seed + i")
     p.add_argument("--ensemble", action="store_true", help="also one run of hamseg's ensemble")
     p.add_argument("--tta", action="store_true", help="the config's test-time augmentation")
-    p.add_argument("--metric", default="mIoU")
+    p.add_argument("--metric", default="mIoU", help="the evaluator's metric to report")
     p.add_argument("--work-dir", help="where the runner logs (default work_dirs/eval_variance)")
     p.add_argument("--cfg-options", nargs="+", action=DictAction, help="override config keys")
+    p.add_argument("--launcher", choices=LAUNCHERS, default="none", help="job launcher")
+    p.add_argument("--local_rank", "--local-rank", type=int, default=0)
     args = p.parse_args()
-    if args.runs < 0 or (args.runs == 0 and not (args.seeds or args.ensemble)):
-        raise CLIError(f"--runs must be >= 1 without --seeds or --ensemble, got {args.runs}")
-    if any(k < 1 for k in args.draws or ()):
-        raise CLIError(f"--draws must be >= 1, got {args.draws}")
+    if args.runs < 1:
+        raise CLIError(f"--runs must be >= 1, got {args.runs}")
     checkpoint = require_file(args.checkpoint, "checkpoint file")
-    cfg = build_config(args.config, args.cfg_options, args.work_dir or "work_dirs/eval_variance")
+    work_dir = args.work_dir or "work_dirs/eval_variance"
+    cfg = build_config(args.config, args.cfg_options, work_dir, args.launcher, args.local_rank)
     if args.tta:
         use_tta(cfg)
     check_dataset_paths(cfg, splits=("test",))
-    evaluation = Evaluation(cfg, checkpoint, args.metric)
-    found = hams(evaluation.model)
-    if (args.seeds or args.ensemble) and not found:
-        raise CLIError("--seeds/--ensemble: the model has no hamseg ham (NMF, CD, VQ); use --runs")
-    if args.seeds:
-        rows = seed_sweep(evaluation, args.seeds, args.draws or [found[0].eval_draws])
-        print(f"{args.metric} per eval_seed ({', '.join(map(str, args.seeds))}):")
-        for row in rows:
-            print(
-                f"  eval_draws={row.draws}: {', '.join(f'{v:.2f}' for v in row.values)}  "
-                f"range {row.range:.2f}, std {row.std:.2f}, {row.median_seconds:.2f} s per "
-                f"evaluation ({row.median_seconds / rows[0].median_seconds:.2f}x)"
+    cfg.load_from = checkpoint
+    runner = Runner.from_cfg(cfg)
+    check_checkpoint_file(runner.model, checkpoint)
+    seeder = ImageSeedHook(args.seed)
+    runner.register_hook(seeder, priority="VERY_HIGH")
+    if not set_protocol(runner.model, PAPER) and args.ensemble:
+        raise CLIError("--ensemble: the model has no hamseg ham (NMF, CD, VQ)")
+
+    def evaluate(run: int) -> float:
+        seeder.seed = args.seed + run
+        metrics = runner.test() if run == 0 else runner.test_loop.run()
+        if args.metric not in metrics:
+            raise CLIError(
+                f"--metric: the test evaluator reports {sorted(metrics)}, not {args.metric}"
             )
-    report = None
-    if args.runs:
-        if found:  # the paper's protocol: a new dictionary at every forward, one draw
-            set_protocol(evaluation.model, "paper")
-        report = evaluate_repeatedly(evaluation, args.runs, seed=args.seed)
-        print(f"{args.metric} per run: {', '.join(f'{v:.4f}' for v in report.values)}")
-        print(f"paper's protocol (eval_seed=None, eval_draws=1), {report.line()}")
+        return float(metrics[args.metric])
+
+    values = [evaluate(run) for run in range(args.runs)]
+    mean, half, std = interval(values)
+    lines = [
+        f"{args.metric} per run: {', '.join(f'{v:.4f}' for v in values)}",
+        f"paper's protocol (eval_seed=None, eval_draws=1), {args.metric} over {len(values)} runs: "
+        f"mean {mean:.4f} +- {half:.4f} (95% CI), std {std:.4f}",
+    ]
     if args.ensemble:
-        set_protocol(evaluation.model, "ensemble")
-        value = evaluation()
-        line = f"hamseg's ensemble (eval_seed=0, eval_draws=12): {args.metric} {value:.4f}"
-        if report is not None:
-            line += f", {value - report.mean:+.4f} against the paper's protocol's mean"
-        print(line)
+        set_protocol(runner.model, ENSEMBLE)
+        value = evaluate(args.runs)
+        lines.append(
+            f"hamseg's ensemble (eval_seed=0, eval_draws=12): {args.metric} {value:.4f}, "
+            f"{value - mean:+.4f} against the paper's protocol's mean"
+        )
+    if is_main_process():
+        print("\n".join(lines), flush=True)
 
 
 if __name__ == "__main__":

@@ -6,13 +6,7 @@ dataset_type = "PascalContextDataset59"
 train_pipeline = [
     dict(type="LoadImageFromFile"),
     dict(type="LoadAnnotations", reduce_zero_label=True),
-    dict(
-        type="RandomChoice",
-        transforms=[
-            [dict(type="Resize", scale_factor=s, keep_ratio=True)]
-            for s in [0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]
-        ],
-    ),
+    dict(type="HamReleaseRescale", ratios=[0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]),
     dict(type="RandomCrop", crop_size=(513, 513)),
     dict(type="RandomFlip", prob=0.5, direction="horizontal"),
     dict(type="PackSegInputs"),
@@ -22,24 +16,7 @@ test_pipeline = [
     dict(type="LoadAnnotations", reduce_zero_label=True),
     dict(type="PackSegInputs"),
 ]
-tta_pipeline = [
-    dict(type="LoadImageFromFile", backend_args=None),
-    dict(
-        type="TestTimeAug",
-        transforms=[
-            [
-                dict(type="Resize", scale_factor=s, keep_ratio=True)
-                for s in [0.5, 0.75, 1.0, 1.25, 1.5, 1.75]
-            ],
-            [
-                dict(type="RandomFlip", prob=0.0, direction="horizontal"),
-                dict(type="RandomFlip", prob=1.0, direction="horizontal"),
-            ],
-            [dict(type="LoadAnnotations", reduce_zero_label=True)],
-            [dict(type="PackSegInputs")],
-        ],
-    ),
-]
+tta_pipeline = test_pipeline
 train_dataloader = dict(dataset=dict(type=dataset_type, pipeline=train_pipeline))
 val_dataloader = dict(dataset=dict(type=dataset_type, pipeline=test_pipeline))
 test_dataloader = val_dataloader

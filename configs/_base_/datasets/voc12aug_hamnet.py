@@ -1,21 +1,17 @@
 # PASCAL VOC 2012 + SBD "trainaug" (10,582 images) with the release's augmentation: random scale
-# from {0.5, 0.75, ..., 2.0} of the original image, random 513x513 crop (padded with 0 after
-# normalisation / 255 in the label by the data preprocessor), horizontal flip. No photometric
-# distortion. Validation on the 1,449 val images at their original size.
+# from {0.5, 0.75, ..., 2.0} of the original image as the release resizes it (HamReleaseRescale:
+# float image, bilinear with align_corners=True, floored size), random 513x513 crop (padded with 0
+# after normalisation / 255 in the label by the data preprocessor), horizontal flip. No
+# photometric distortion. Validation on the 1,449 val images at their original size.
 # Prepare the data with tools/dataset_converters/voc_aug.py (data/README.md).
 dataset_type = "PascalVOCDataset"
 data_root = "data/VOCdevkit/VOC2012"
 crop_size = (513, 513)
 train_scales = [0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]
-# Checked loaders (hamseg.datasets.loading): a corrupt file, a label outside [0, 21) other than
-# 255 or an image/label size mismatch stops with an error naming the file.
 train_pipeline = [
     dict(type="LoadImageFromFile"),
     dict(type="LoadAnnotations"),
-    dict(
-        type="RandomChoice",
-        transforms=[[dict(type="Resize", scale_factor=s, keep_ratio=True)] for s in train_scales],
-    ),
+    dict(type="HamReleaseRescale", ratios=train_scales),
     dict(type="RandomCrop", crop_size=crop_size),
     dict(type="RandomFlip", prob=0.5, direction="horizontal"),
     dict(type="PackSegInputs"),
@@ -25,34 +21,10 @@ test_pipeline = [
     dict(type="LoadAnnotations"),
     dict(type="PackSegInputs"),
 ]
-# Multi-scale + flip test of the paper and release: scales 0.5 .. 1.75 (step 0.25) x {no flip,
-# flip} = 12 views per image (tools/test.py --tta, merged by HamSegTTAModel).
-tta_scales = [0.5, 0.75, 1.0, 1.25, 1.5, 1.75]
-tta_views = [
-    [dict(type="Resize", scale_factor=s, keep_ratio=True) for s in tta_scales],
-    [
-        dict(type="RandomFlip", prob=0.0, direction="horizontal"),
-        dict(type="RandomFlip", prob=1.0, direction="horizontal"),
-    ],
-]
-tta_pipeline = [
-    dict(type="LoadImageFromFile", backend_args=None),
-    dict(
-        type="TestTimeAug",
-        transforms=[
-            *tta_views,
-            [dict(type="LoadAnnotations")],
-            [dict(type="PackSegInputs")],
-        ],
-    ),
-]
-# The VOC 2012 test split (1,456 images, no public labels; configs/ham_voc_test.py): the same
-# single-scale and multi-scale + flip tests without loading annotations.
+# tools/test.py --tta: the original image; the leaf config's tta_model makes the views.
+tta_pipeline = test_pipeline
+# The VOC 2012 test split (1,456 images, no public labels; configs/ham_voc_test.py).
 label_free_test_pipeline = [dict(type="LoadImageFromFile"), dict(type="PackSegInputs")]
-label_free_tta_pipeline = [
-    dict(type="LoadImageFromFile", backend_args=None),
-    dict(type="TestTimeAug", transforms=[*tta_views, [dict(type="PackSegInputs")]]),
-]
 # trainaug = VOC 2012 train (1,464, official labels) + SBD-only images (9,118, aug.txt), the
 # layout of mmseg's converter.
 voc_train = dict(
