@@ -28,7 +28,7 @@ from hamseg.datasets.loading import InvalidSampleError
 from hamseg.engine import TrainingStopped, setup_cpu_distributed
 from hamseg.engine.launcher import watch_launcher
 from hamseg.engine.preemption import ignore_signals_until_exit
-from hamseg.engine.stop import leave_process_group
+from hamseg.engine.stop import leave_process_group, report_exit
 from hamseg.utils.config import merge_cfg_options
 from hamseg.utils.errors import UsageError
 from hamseg.utils.messages import one_line
@@ -231,13 +231,11 @@ def run_cli(main: Callable[[], None]) -> None:
         if is_main_process():
             print(f"{stop.label}{one_line(stop)}", file=sys.stderr)
         exit_code = stop.exit_code
-        codes = os.environ.get("HAMSEG_RANK_CODES")  # tools/dist_train.sh passes the code on
-        if codes:
-            with open(osp.join(codes, f"code.{os.environ.get('RANK', '0')}"), "w") as f:
-                f.write(str(exit_code))
     except user_errors as err:
-        print(f"error: {user_message(err)}", file=sys.stderr)
-        sys.exit(2)
+        code = report_exit(2)  # 0: every rank under a launch script failed alike, it says 2
+        if code or os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")) == "0":
+            print(f"error: {user_message(err)}", file=sys.stderr)
+        sys.exit(code)
     except KeyboardInterrupt:  # the PreemptionHook's second Ctrl-C, or one before training
         print("interrupted: stopped at once, no checkpoint of this iteration", file=sys.stderr)
         sys.exit(130)
@@ -245,4 +243,4 @@ def run_cli(main: Callable[[], None]) -> None:
     # process group and its threads can go now, while the interpreter is whole.
     leave_process_group()
     if exit_code is not None:
-        sys.exit(exit_code)
+        sys.exit(report_exit(exit_code))

@@ -1,30 +1,37 @@
-"""Training-engine pieces hamseg registers into mmseg: guard hooks (pre-emption, divergence,
-exact resume), a sampler that resumes without loading the trained batches, crash-safe
-checkpoints, channels_last on CUDA, CPU mixed precision and CPU multi-process training, TTA,
-painted test images of every rank, the Context comparators' multi-scale test."""
+"""Training-engine pieces hamseg registers into mmseg: guard hooks (pre-emption, divergence, exact
+resume), a sampler that resumes without loading the trained batches, crash-safe checkpoints,
+channels_last on CUDA, painted test images of every rank, TTA; CPU-only training in the opt-in
+:mod:`hamseg.engine.cpu` (loaded on first use of its names from here)."""
 
-from .amp import CPUAmpOptimWrapper
 from .channels_last import ChannelsLastHook
 from .checkpoints import AtomicCheckpointHook, find_latest_complete_checkpoint
-from .distributed import setup_cpu_distributed
 from .divergence import DIVERGED_EXIT_CODE, NonFiniteLossHook, TrainingDiverged
 from .extend_schedule import ExtendScheduleHook
+from .launcher import watch_launcher
 from .multi_eval_tta import MultiEvalTTAModel
-from .preemption import PREEMPTED_EXIT_CODE, PreemptionHook, TrainingPreempted
-from .random_state import RandomStateHook
-from .resume_skip import ResumableInfiniteSampler, collate_with_worker_rng
-from .stop import TrainingStopped
+from .preemption import (
+    PREEMPTED_EXIT_CODE,
+    PreemptionHook,
+    TrainingPreempted,
+    ignore_signals_until_exit,
+    protect_workers,
+    resume_command,
+)
+from .resume import RandomStateHook, ResumableInfiniteSampler, collate_with_worker_rng
+from .stop import TrainingStopped, leave_process_group, report_exit
 from .tta import HamSegTTAModel
 from .visualization import EveryRankVisualizationHook
+
+_CPU = ("setup_cpu_distributed", "CPUAmpOptimWrapper", "HamSyncBatchNorm")
+_CPU += ("CPUSyncBNDistributedDataParallel",)
 
 __all__ = [
     "DIVERGED_EXIT_CODE",
     "PREEMPTED_EXIT_CODE",
     "AtomicCheckpointHook",
-    "CPUAmpOptimWrapper",
-    "ExtendScheduleHook",
     "ChannelsLastHook",
     "EveryRankVisualizationHook",
+    "ExtendScheduleHook",
     "HamSegTTAModel",
     "MultiEvalTTAModel",
     "NonFiniteLossHook",
@@ -36,5 +43,19 @@ __all__ = [
     "TrainingStopped",
     "collate_with_worker_rng",
     "find_latest_complete_checkpoint",
-    "setup_cpu_distributed",
+    "ignore_signals_until_exit",
+    "leave_process_group",
+    "protect_workers",
+    "report_exit",
+    "resume_command",
+    "watch_launcher",
+    *_CPU,
 ]
+
+
+def __getattr__(name: str) -> object:  # PEP 562: the CPU module loads when first named
+    if name in _CPU:
+        from . import cpu
+
+        return getattr(cpu, name)
+    raise AttributeError(f"module 'hamseg.engine' has no attribute {name!r}")
