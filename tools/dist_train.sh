@@ -38,7 +38,8 @@ until wait "$LAUNCHER"; CODE=$?; ! kill -0 "$LAUNCHER" 2>/dev/null; do :; done
 for PID in $(cat "$CODES"/pid.* 2>/dev/null); do # torchrun died: its ranks stop by themselves
     while kill -0 "$PID" 2>/dev/null; do sleep 0.2; done
 done
-# every rank that stopped on purpose wrote its code, and exited 0 if all agreed (report_exit)
-STOP=$(cat "$CODES"/code.* 2>/dev/null | head -n 1 || true)
-[ "$CODE" != 0 ] || CODE=${STOP:-0}
+# the code every rank wrote when all stopped alike on purpose (hamseg.engine.stop.report_exit):
+# 75, 65 or 2, although torchrun may report a failure
+SEEN=$(sort -u "$CODES"/code.* 2>/dev/null || true)
+[ "$(find "$CODES" -name 'code.*' | wc -l)" != "$GPUS" ] || [[ $SEEN == *$'\n'* ]] || CODE=${SEEN:-$CODE}
 exit "$CODE"

@@ -37,6 +37,8 @@ pass_on() { trap '' USR1 INT TERM HUP; kill -"$1" "$LAUNCHER" 2>/dev/null || tru
 trap 'pass_on USR1' USR1
 trap 'pass_on INT' INT TERM HUP
 until wait "$LAUNCHER"; CODE=$?; ! kill -0 "$LAUNCHER" 2>/dev/null; do :; done
-STOP=$(cat "$CODES"/code.* 2>/dev/null | head -n 1 || true) # the tasks' agreed code, if any
-[ "$CODE" != 0 ] || CODE=${STOP:-0}
+# the code every rank wrote when all stopped alike on purpose (hamseg.engine.stop.report_exit):
+# 75, 65 or 2, although srun may report a failure
+SEEN=$(sort -u "$CODES"/code.* 2>/dev/null || true)
+[ "$(find "$CODES" -name 'code.*' | wc -l)" != "${SLURM_NTASKS:-1}" ] || [[ $SEEN == *$'\n'* ]] || CODE=${SEEN:-$CODE}
 exit "$CODE"

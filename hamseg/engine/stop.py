@@ -55,7 +55,7 @@ def report_exit(code: int, timeout: float = 30) -> int:
         return code
     rank = os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0"))
     with open(osp.join(folder, f".code.{rank}"), "w") as handle:
-        handle.write(str(code))
+        handle.write(f"{code}\n")
     os.replace(osp.join(folder, f".code.{rank}"), osp.join(folder, f"code.{rank}"))
     agent = "TORCHELASTIC_RUN_ID" in os.environ  # torchrun: one folder per node
     ranks = int(os.environ.get("LOCAL_WORLD_SIZE" if agent else "SLURM_NTASKS", "1"))
@@ -63,7 +63,7 @@ def report_exit(code: int, timeout: float = 30) -> int:
     while time.monotonic() < deadline:
         names = [name for name in os.listdir(folder) if name.startswith("code.")]
         if len(names) >= ranks:
-            codes = {open(osp.join(folder, name)).read() for name in names}
+            codes = {open(osp.join(folder, name)).read().strip() for name in names}
             return 0 if codes == {str(code)} else code
         time.sleep(0.1)
     return code
