@@ -39,9 +39,9 @@ def setup_cpu_distributed(cfg: Config, launcher: str) -> bool:
     if not dist.is_initialized():
         rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         dist.init_process_group(backend="gloo", rank=rank, world_size=world)
-    unused = cfg.get("find_unused_parameters", False)  # mmengine's Runner's defaults
-    wrapper = dict(cfg.get("model_wrapper_cfg") or dict(find_unused_parameters=unused))
-    wrapper.setdefault("broadcast_buffers", False)
+    unused = cfg.get("find_unused_parameters", False)  # mmengine's Runner's defaults:
+    default = dict(broadcast_buffers=False, find_unused_parameters=unused)
+    wrapper = dict(cfg.get("model_wrapper_cfg") or default)
     if wrapper.get("type", "MMDistributedDataParallel") == "MMDistributedDataParallel":
         wrapper["type"] = "mmseg.CPUSyncBNDistributedDataParallel"
     cfg.model_wrapper_cfg = dict(wrapper, device_ids=None)

@@ -92,7 +92,8 @@ class NonFiniteLossHook(Hook):
         if mine == problem == _WEIGHTS:
             named = (*model.named_parameters(), *model.named_buffers())
             bad = [n for n, t in named if t.is_floating_point() and not t.isfinite().all()]
-            shown += f"; non-finite: {', '.join(bad[:3])}" + (" and more" if bad[3:] else "")
+            more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+            shown += f"; non-finite: {', '.join(bad[:3])}{more}"
         what = {
             _LOSS: f"non-finite loss at iteration {step} ({shown})",
             _SKIPS: f"non-finite gradients at iteration {step}: the loss scaler skipped "
