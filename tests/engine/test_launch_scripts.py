@@ -153,37 +153,29 @@ def test_a_batch_refusal_under_dist_train_sh_is_one_line_and_exit_2(tmp_path, ti
 
 @pytest.mark.slow
 def test_the_stop_line_prints_the_command_that_resumes_the_run(tmp_path, tiny_data):
-    """tools/train.py and tools/dist_train.sh: the printed command, run as printed, resumes."""
+    """tools/train.py (test_launchers.py runs tools/dist_train.sh's): run as printed, it resumes;
+    the run's load_from on the command line is not repeated (--resume would resume it)."""
     config = tiny_config(
         tmp_path,
         "custom_imports = dict(imports=['hamseg', 'tests.robust.fault_hooks'])",
         "custom_hooks = [dict(type='SignalAtIterHook', at=2, mode='wait')]",
     )
-    options = ["--cfg-options", *data_options(tiny_data), "max_iters=4"]
-    script = osp.join(REPO, "tools", "dist_train.sh")
-    for launch in ("train.py", "dist_train.sh"):
-        work = str(tmp_path / launch)
-        if launch == "train.py":
-            cmd = [sys.executable, "tools/train.py", config, "--work-dir", work, *options]
-            proc, lines = start_process(cmd, new_session=True)
-        else:
-            proc, lines = dist_train(
-                tmp_path, config, "--work-dir", work, *options, new_session=True
-            )
-        wait_for_line(lines, r"SIGNAL ME \d+", proc)
-        os.killpg(proc.pid, signal.SIGUSR1)
-        code, output = finish(proc, lines)
-        assert code == 75, output[-3000:]
-        (command,) = re.findall(r"continue with: (.*)$", output, re.M)
-        assert command.endswith("--resume") and f"--work-dir {work}" in command
-        expected = ["bash", script] if launch != "train.py" else [sys.executable, "tools/train.py"]
-        assert shlex.split(command)[:2] == expected
-        # run as printed, from the same folder; without the signal hook's stop this time
-        env = dict(os.environ, PYTHONPATH=REPO, PORT=str(free_port()), OMP_NUM_THREADS="1")
-        env["PATH"] = f"{osp.dirname(sys.executable)}{os.pathsep}{env['PATH']}"
-        done = subprocess.run(
-            command, shell=True, cwd=REPO, env=env, capture_output=True, text=True, timeout=600
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        assert "resuming at iteration 2" in done.stdout + done.stderr
-        assert torch.load(osp.join(work, "iter_4.pth"))["meta"]["iter"] == 4
+    work = str(tmp_path / "work")
+    options = ["--cfg-options", "load_from=None", *data_options(tiny_data), "max_iters=4"]
+    cmd = [sys.executable, "tools/train.py", config, "--work-dir", work, *options]
+    proc, lines = start_process(cmd, new_session=True)
+    wait_for_line(lines, r"SIGNAL ME \d+", proc)
+    os.killpg(proc.pid, signal.SIGUSR1)
+    code, output = finish(proc, lines)
+    assert code == 75, output[-3000:]
+    (command,) = re.findall(r"continue with: (.*)$", output, re.M)
+    argv = shlex.split(command)
+    assert argv[:2] == [sys.executable, "tools/train.py"] and argv[-1] == "--resume"
+    assert argv[argv.index("--cfg-options") + 1 :][:1] == data_options(tiny_data)[:1]
+    env = dict(os.environ, PYTHONPATH=REPO, OMP_NUM_THREADS="1")
+    done = subprocess.run(
+        command, shell=True, cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "resuming at iteration 2" in done.stdout + done.stderr
+    assert torch.load(osp.join(work, "iter_4.pth"))["meta"]["iter"] == 4
