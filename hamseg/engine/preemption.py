@@ -4,6 +4,7 @@ command that resumes the run. docs/robustness.md, "Pre-emption"."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -16,7 +17,6 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import mmengine.runner._flexible_runner as flexible_runner
 import mmengine.runner.runner as runner_module
 from mmengine.dataset import worker_init_fn as mmengine_worker_init_fn
 from mmengine.dist import barrier, is_main_process
@@ -54,14 +54,13 @@ def worker_init_fn(worker_id: int, *args: Any, ignored: tuple, **kwargs: Any) ->
 
 
 def protect_workers(signals: Iterable[int]) -> None:
-    """Make the DataLoader workers that mmengine's runners start from now on ignore ``signals``
-    unless their parent sends them; () undoes it. mmengine 0.10.7 passes its module attribute
-    ``default_worker_init_fn`` to every loader it builds, with no option to add to it (pinned by
+    """Make the DataLoader workers that mmengine's Runner starts from now on ignore ``signals``
+    unless their parent sends them; () undoes it. mmengine 0.10.7's Runner passes its module's
+    ``default_worker_init_fn`` to every loader, with no option to add to it (pinned by
     tests/engine/test_upstream_pins.py)."""
     ignored = tuple(sorted(set(signals)))
     init = functools.partial(worker_init_fn, ignored=ignored) if ignored else None
-    for module in (runner_module, flexible_runner):
-        module.default_worker_init_fn = init or mmengine_worker_init_fn
+    runner_module.default_worker_init_fn = init or mmengine_worker_init_fn
 
 
 def ignore_signals_until_exit() -> list[int]:
@@ -89,7 +88,8 @@ def resume_command(work_dir: str) -> str:
         argv = agent_argv(os.getppid()) or list(sys.orig_argv)
     else:
         argv = list(sys.orig_argv)
-    command, options = [], False
+    command: list[str] = []
+    options = False
     for arg in argv:
         options = arg == "--cfg-options" if arg.startswith("-") else options
         if not (options and arg.startswith(("load_from=", "resume="))):
@@ -150,11 +150,8 @@ class PreemptionHook(Hook):
 
     def before_train(self, runner) -> None:
         for signum in self.signals:
-            try:
+            with contextlib.suppress(ValueError):  # not the main thread: no handler there
                 self.previous[signum] = signal.signal(signum, self.handle)
-            except ValueError:  # not the main thread
-                name = signal.Signals(signum).name
-                print_log(f"PreemptionHook: cannot catch {name} here", "current", logging.WARNING)
 
     def restore_signal_handlers(self) -> None:
         """Put back the handlers from before training (done after a complete run)."""
@@ -211,19 +208,16 @@ class PreemptionHook(Hook):
 
     def requeue_job(self) -> str:
         """``scontrol requeue $SLURM_JOB_ID`` on the main rank; a note for the message."""
-        job = os.environ.get("SLURM_JOB_ID")
+        job = os.environ.get("SLURM_JOB_ID", "")
         if not is_main_process():
             return "; slurm job requeued by the main rank"
-        failure = "SLURM_JOB_ID is not set" if job is None else None
         try:
-            if job is not None:
-                command = ["scontrol", "requeue", job]
-                done = subprocess.run(command, capture_output=True, timeout=120)
-                failure = done.stderr.decode().strip() if done.returncode else None
+            done = subprocess.run(["scontrol", "requeue", job], capture_output=True, timeout=120)
+            failure = done.stderr.decode().strip() if done.returncode else None
         except (OSError, subprocess.TimeoutExpired) as err:
             failure = str(err)
-        if failure is not None:
-            print_log(f"requeueing slurm job {job} failed: {failure}", "current", logging.WARNING)
-            return f"; requeueing slurm job {job} failed ({failure})"
-        print_log(f"requeued slurm job {job}", logger="current")
-        return f"; slurm job {job} requeued"
+        if failure is None:
+            print_log(f"requeued slurm job {job}", logger="current")
+            return f"; slurm job {job} requeued"
+        print_log(f"requeueing slurm job {job} failed: {failure}", "current", logging.WARNING)
+        return f"; requeueing slurm job {job} failed ({failure})"
