@@ -167,7 +167,9 @@ class PreemptionHook(Hook):
         step = runner.iter + 1
         if not stop or self.stopped is not None or step >= runner.max_iters:
             return  # at the last iteration the run is complete: CheckpointHook saves it
-        names = "/".join(signal.Signals(s).name for s in self.received) or "a signal to a rank"
+        names = (
+            "/".join(signal.Signals(s).name for s in self.received) or "a signal to another rank"
+        )
         print_log(f"{names} received: stopping after iteration {step}", logger="current")
         message = f"training stopped by {names} after iteration {step}: {self.save(runner)} written"
         if requeue and self.requeue:
