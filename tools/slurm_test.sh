@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Testing on a slurm cluster, one task per GPU.
+# Testing on a slurm cluster, one task per GPU, as mmseg's script:
 #   bash tools/slurm_test.sh PARTITION JOB_NAME CONFIG CHECKPOINT [test.py options, e.g. --tta]
+# GPUS and GPUS_PER_NODE default to 8, as in tools/slurm_train.sh.
 set -euo pipefail
 PARTITION=$1
 JOB_NAME=$2
 CONFIG=$3
 CHECKPOINT=$4
-GPUS=${GPUS:-4}  # mmseg's defaults
-GPUS_PER_NODE=${GPUS_PER_NODE:-4}
+GPUS=${GPUS:-8}
+GPUS_PER_NODE=${GPUS_PER_NODE:-8}
 CPUS_PER_TASK=${CPUS_PER_TASK:-5}
 SRUN_ARGS=${SRUN_ARGS:-}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -25,7 +25,7 @@ from hamseg.datasets.loading import InvalidSampleError
 from hamseg.engine import TrainingStopped, setup_cpu_distributed
 from hamseg.engine.launcher import watch_launcher
 from hamseg.engine.preemption import ignore_signals_until_exit
-from hamseg.engine.stop import leave_process_group
+from hamseg.engine.stop import leave_process_group, report_exit
 from hamseg.utils.errors import CorruptCheckpointError, UnsafeCheckpointError, UsageError
 from hamseg.utils.messages import one_line
 
@@ -183,7 +183,7 @@ def run_cli(main: Callable[[], None]) -> None:
     """Run ``main``: a user's error (bad option, missing file or dataset, invalid sample, class
     count, unsafe or corrupt checkpoint; also from a DataLoader worker) is one line on stderr and
     exit 2; a run stopped on purpose (:class:`TrainingStopped`) one line from the main rank and
-    its exit code (also written to ``$HAMSEG_RANK_CODES/code.RANK``); an aborting Ctrl-C one line
+    its exit code (agreed between the ranks under a launch script); an aborting Ctrl-C one line
     and 130. A distributed run leaves its process group first."""
     user_errors = (UsageError, FileNotFoundError, InvalidSampleError, ClassCountError)
     user_errors += (UnsafeCheckpointError, CorruptCheckpointError)
@@ -195,16 +195,14 @@ def run_cli(main: Callable[[], None]) -> None:
         if is_main_process():
             print(f"{stop.label}{one_line(stop)}", file=sys.stderr)
         exit_code = stop.exit_code
-        codes = os.environ.get("HAMSEG_RANK_CODES")  # tools/dist_train.sh passes the code on
-        if codes:
-            with open(osp.join(codes, f"code.{os.environ.get('RANK', '0')}"), "w") as f:
-                f.write(str(exit_code))
     except user_errors as err:
-        print(f"error: {user_message(err)}", file=sys.stderr)
-        sys.exit(2)
+        code = report_exit(2)  # 0: every rank under a launch script failed alike, it says 2
+        if code or os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")) == "0":
+            print(f"error: {user_message(err)}", file=sys.stderr)
+        sys.exit(code)
     except KeyboardInterrupt:  # the PreemptionHook's second Ctrl-C, or one before training
         print("interrupted: stopped at once, no checkpoint of this iteration", file=sys.stderr)
         sys.exit(130)
     leave_process_group()  # outside the except block nothing holds the run's frames any more
     if exit_code is not None:
-        sys.exit(exit_code)
+        sys.exit(report_exit(exit_code))

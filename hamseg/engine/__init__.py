@@ -1,40 +1,36 @@
-"""Training-engine pieces hamseg registers into mmseg: guard hooks (pre-emption, divergence,
-exact resume), a sampler that resumes without loading the trained batches, crash-safe
-checkpoints, channels_last on CUDA, CPU mixed precision and CPU multi-process training, TTA,
-painted test images of every rank, the Context comparators' multi-scale test."""
+"""Training-engine pieces hamseg registers into mmseg: guard hooks (pre-emption, divergence, exact
+resume), crash-safe checkpoints, channels_last, every rank's painted test images, TTA. CPU-only
+training is the opt-in :mod:`hamseg.engine.cpu`, loaded when one of its names is first used."""
 
-from .amp import CPUAmpOptimWrapper
-from .channels_last import ChannelsLastHook
-from .checkpoints import AtomicCheckpointHook, find_latest_complete_checkpoint
-from .distributed import setup_cpu_distributed
-from .divergence import DIVERGED_EXIT_CODE, NonFiniteLossHook, TrainingDiverged
-from .extend_schedule import ExtendScheduleHook
-from .multi_eval_tta import MultiEvalTTAModel
-from .preemption import PREEMPTED_EXIT_CODE, PreemptionHook, TrainingPreempted
-from .random_state import RandomStateHook
-from .resume_skip import ResumableInfiniteSampler, collate_with_worker_rng
-from .stop import TrainingStopped
-from .tta import HamSegTTAModel
-from .visualization import EveryRankVisualizationHook
+from .channels_last import ChannelsLastHook as ChannelsLastHook
+from .checkpoints import AtomicCheckpointHook as AtomicCheckpointHook
+from .checkpoints import find_latest_complete_checkpoint as find_latest_complete_checkpoint
+from .divergence import DIVERGED_EXIT_CODE as DIVERGED_EXIT_CODE
+from .divergence import NonFiniteLossHook as NonFiniteLossHook
+from .divergence import TrainingDiverged as TrainingDiverged
+from .extend_schedule import ExtendScheduleHook as ExtendScheduleHook
+from .launcher import watch_launcher as watch_launcher
+from .multi_eval_tta import MultiEvalTTAModel as MultiEvalTTAModel
+from .preemption import PREEMPTED_EXIT_CODE as PREEMPTED_EXIT_CODE
+from .preemption import PreemptionHook as PreemptionHook
+from .preemption import TrainingPreempted as TrainingPreempted
+from .preemption import ignore_signals_until_exit as ignore_signals_until_exit
+from .preemption import protect_workers as protect_workers
+from .resume import RandomStateHook as RandomStateHook
+from .resume import ResumableInfiniteSampler as ResumableInfiniteSampler
+from .resume import collate_with_worker_rng as collate_with_worker_rng
+from .stop import TrainingStopped as TrainingStopped
+from .stop import leave_process_group as leave_process_group
+from .stop import report_exit as report_exit
+from .tta import HamSegTTAModel as HamSegTTAModel
+from .visualization import EveryRankVisualizationHook as EveryRankVisualizationHook
 
-__all__ = [
-    "DIVERGED_EXIT_CODE",
-    "PREEMPTED_EXIT_CODE",
-    "AtomicCheckpointHook",
-    "CPUAmpOptimWrapper",
-    "ExtendScheduleHook",
-    "ChannelsLastHook",
-    "EveryRankVisualizationHook",
-    "HamSegTTAModel",
-    "MultiEvalTTAModel",
-    "NonFiniteLossHook",
-    "PreemptionHook",
-    "RandomStateHook",
-    "ResumableInfiniteSampler",
-    "TrainingDiverged",
-    "TrainingPreempted",
-    "TrainingStopped",
-    "collate_with_worker_rng",
-    "find_latest_complete_checkpoint",
-    "setup_cpu_distributed",
-]
+_CPU = ("setup_cpu_distributed", "CPUAmpOptimWrapper", "HamSyncBatchNorm")
+
+
+def __getattr__(name: str) -> object:  # PEP 562: the CPU module loads when first named
+    if name in (*_CPU, "CPUSyncBNDistributedDataParallel"):
+        from . import cpu
+
+        return getattr(cpu, name)
+    raise AttributeError(f"module 'hamseg.engine' has no attribute {name!r}")

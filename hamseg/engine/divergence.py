@@ -1,6 +1,6 @@
-"""Stop a diverged run on every rank (exit code 65) before it saves non-finite weights: losses
-and weights are checked after each iteration, before ``CheckpointHook``; loss-scaler skips count
-only past ``max_consecutive_skips``. docs/robustness.md, "Divergence: non-finite loss"."""
+"""Stop a diverged run on every rank (exit code 65) before it saves non-finite weights: losses and
+weights are checked after each iteration, before ``CheckpointHook``; loss-scaler skips count only
+past ``max_consecutive_skips``. docs/robustness.md, "Divergence"."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import math
 from typing import Any
 
 import torch
-from mmengine.dist import get_rank, get_world_size
 from mmengine.hooks import Hook
 from mmengine.optim import OptimWrapperDict
 from mmseg.registry import HOOKS
@@ -17,9 +16,9 @@ from .stop import TrainingStopped, agree_max
 
 #: Exit code of a diverged run (sysexits.h EX_DATAERR: resuming would diverge again).
 DIVERGED_EXIT_CODE = 65
-_WEIGHTS = 1
+_WEIGHTS = 1  # problems; the largest wins when ranks differ
 _LOSS = 2
-_SKIPS = 3  # problems; the largest wins when ranks differ
+_SKIPS = 3
 
 
 class TrainingDiverged(TrainingStopped):
@@ -28,11 +27,11 @@ class TrainingDiverged(TrainingStopped):
     label = "error: "
 
 
-def _scalers(wrapper: Any) -> list:
-    """The enabled ``GradScaler``s of an optimizer wrapper (or of each in a wrapper dict)."""
+def _scales(wrapper: Any) -> list[float]:
+    """The scales of the enabled ``GradScaler``s of an optimizer wrapper (or wrapper dict)."""
     wrappers = wrapper.values() if isinstance(wrapper, OptimWrapperDict) else [wrapper]
     scalers = [getattr(w, "loss_scaler", None) for w in wrappers]
-    return [s for s in scalers if s is not None and s.is_enabled()]
+    return [s.get_scale() for s in scalers if s is not None and s.is_enabled()]
 
 
 @HOOKS.register_module()
@@ -58,10 +57,10 @@ class NonFiniteLossHook(Hook):
         self.check_weights = check_weights
         self.exit_code = int(exit_code)
         self.skips = 0
-        self._scales: list[float] = []
+        self.scales: list[float] = []
 
     def before_train_iter(self, runner, batch_idx: int, data_batch: Any = None) -> None:
-        self._scales = [scaler.get_scale() for scaler in _scalers(runner.optim_wrapper)]
+        self.scales = _scales(runner.optim_wrapper)
 
     def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None, outputs=None):
         """Check this iteration's losses and weights; all ranks stop if any rank failed."""
@@ -69,51 +68,40 @@ class NonFiniteLossHook(Hook):
         losses = {k: torch.as_tensor(v).detach().float() for k, v in items if "loss" in k}
         flat = [v.reshape(-1) for v in losses.values()]
         checks = [torch.cat(flat).isfinite().all() if flat else torch.tensor(True)]
+        model = runner.model
         if self.check_weights:  # the largest magnitude over all float tensors: one reduction
-            model = runner.model
             tensors = [t for t in (*model.parameters(), *model.buffers()) if t.is_floating_point()]
             largest = torch.nn.utils.get_total_norm(tensors, norm_type=math.inf)
             checks.append(largest.isfinite().to(checks[0].device))
         loss_ok, weights_ok = (torch.stack(checks).tolist() + [True])[:2]  # one host sync
-        scalers = _scalers(runner.optim_wrapper)
-        scales = [scaler.get_scale() for scaler in scalers]
-        skipped = bool(scalers) and (
-            not loss_ok or any(a < b for a, b in zip(scales, self._scales))
-        )
+        scales = _scales(runner.optim_wrapper)
+        skipped = bool(scales) and (not loss_ok or any(a < b for a, b in zip(scales, self.scales)))
         self.skips = self.skips + 1 if skipped else 0
-        problem = max(
-            _LOSS * (not loss_ok and not scalers),
+        mine = max(
+            _LOSS * (not loss_ok and not scales),
             _SKIPS * (self.skips > self.max_consecutive_skips),
             _WEIGHTS * (not weights_ok),
         )
-        # one integer per rank: the worst problem, and among the ranks with it the lowest rank
-        rank = get_rank()
-        world = get_world_size()
-        (code,) = agree_max([problem * (world + 1) + (world - rank) if problem else 0])
-        if code:
-            kind, lowest = divmod(code, world + 1)
-            raise TrainingDiverged(
-                self._message(runner, kind, world - lowest, losses, scales), self.exit_code
-            )
-
-    def _message(self, runner, kind: int, bad_rank: int, losses: dict, scales: list) -> str:
+        (problem,) = agree_max([mine])
+        if not problem:
+            return
         step = runner.iter + 1  # from 1, as in the log and iter_N.pth
-        shown = f"on rank {bad_rank}"
-        if bad_rank == get_rank():
+        shown = "on another rank"
+        if mine == problem:
             shown = ", ".join(f"{k}={float(v.mean()):.4g}" for k, v in losses.items())
-            if kind == _WEIGHTS:
-                model = runner.model
-                named = (*model.named_parameters(), *model.named_buffers())
-                bad = [n for n, t in named if t.is_floating_point() and not t.isfinite().all()]
-                more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
-                shown += f"; non-finite: {', '.join(bad[:3])}{more}"
+        if mine == problem == _WEIGHTS:
+            named = (*model.named_parameters(), *model.named_buffers())
+            bad = [n for n, t in named if t.is_floating_point() and not t.isfinite().all()]
+            more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+            shown += f"; non-finite: {', '.join(bad[:3])}{more}"
         what = {
             _LOSS: f"non-finite loss at iteration {step} ({shown})",
             _SKIPS: f"non-finite gradients at iteration {step}: the loss scaler skipped "
             f"{self.skips} steps in a row (scale {min(scales, default=0):.3g}, "
             f"max_consecutive_skips={self.max_consecutive_skips}; {shown})",
             _WEIGHTS: f"non-finite parameters or buffers after iteration {step} ({shown})",
-        }[kind]
+        }[problem]
         latest = runner.message_hub.get_info("last_ckpt")
         kept = f"the latest checkpoint is {latest}" if latest else "no checkpoint was written"
-        return f"{what}; stopped without saving these weights ({kept})"
+        message = f"{what}; stopped without saving these weights ({kept})"
+        raise TrainingDiverged(message, self.exit_code)

@@ -1,27 +1,33 @@
-"""Checkpoint on a signal (pre-emption, time limit, Ctrl-C), requeue the slurm job, exit 75:
-every rank finishes the iteration, its checkpoint is written once all agree, and DataLoader
-workers drop the signals unless their parent sends them. docs/robustness.md, "Pre-emption"."""
+"""Checkpoint on a signal (pre-emption, time limit, Ctrl-C), requeue the slurm job, exit 75: every
+rank finishes the iteration, the checkpoint is written once all agree, and the stop line names the
+command that resumes the run. docs/robustness.md, "Pre-emption"."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import os
 import os.path as osp
+import shlex
 import signal
 import subprocess
-from collections.abc import Sequence
+import sys
+import threading
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+import mmengine.runner.runner as runner_module
+from mmengine.dataset import worker_init_fn as mmengine_worker_init_fn
 from mmengine.dist import barrier, is_main_process
 from mmengine.hooks import CheckpointHook, Hook
 from mmengine.logging import print_log
 from mmengine.runner import IterBasedTrainLoop
 from mmseg.registry import HOOKS
 
-from hamseg.compat.worker_signals import protect_workers
-
-from .checkpoints import ATOMIC_BACKEND, POINTER, atomic_write
-from .random_state import gather_rng_states
+from .checkpoints import ATOMIC_BACKEND
+from .launcher import agent_argv
+from .resume import gather_rng_states
 from .stop import TrainingStopped, agree_max
 
 #: Exit code after a signal stop with its checkpoint written (sysexits.h EX_TEMPFAIL).
@@ -32,11 +38,29 @@ class TrainingPreempted(TrainingStopped):
     """A signal stopped training after the checkpoint of that iteration was written."""
 
 
-def _signum(spec: str | int) -> int:
-    """``'SIGUSR1'``, ``'usr1'`` or ``10`` -> 10."""
-    if isinstance(spec, int):
-        return int(signal.Signals(spec))
-    return int(signal.Signals["SIG" + spec.upper().removeprefix("SIG")])
+def _obey_parent_only(signals: tuple, parent: int) -> None:
+    """Wait for ``signals`` (blocked in this process); exit if the parent sent one."""
+    while True:
+        if signal.sigwaitinfo(signals).si_pid == parent:
+            os._exit(0)  # what torch's worker SIGTERM handler does for its parent
+
+
+def worker_init_fn(worker_id: int, *args: Any, ignored: tuple, **kwargs: Any) -> None:
+    """mmengine's worker seeding; then only the parent (the DataLoader's shutdown) may end the
+    worker with one of the ``ignored`` signals (slurm signals every process of a job step)."""
+    mmengine_worker_init_fn(worker_id, *args, **kwargs)
+    signal.pthread_sigmask(signal.SIG_BLOCK, ignored)  # threads started later inherit it
+    threading.Thread(target=_obey_parent_only, args=(ignored, os.getppid()), daemon=True).start()
+
+
+def protect_workers(signals: Iterable[int]) -> None:
+    """Make the DataLoader workers that mmengine's Runner starts from now on ignore ``signals``
+    unless their parent sends them; () undoes it. mmengine 0.10.7's Runner passes its module's
+    ``default_worker_init_fn`` to every loader, with no option to add to it (pinned by
+    tests/engine/test_upstream_pins.py)."""
+    ignored = tuple(sorted(set(signals)))
+    init = functools.partial(worker_init_fn, ignored=ignored) if ignored else None
+    runner_module.default_worker_init_fn = init or mmengine_worker_init_fn
 
 
 def ignore_signals_until_exit() -> list[int]:
@@ -51,6 +75,41 @@ def ignore_signals_until_exit() -> list[int]:
         except (OSError, ValueError):  # not a signal here, or not the main thread
             pass
     return ignored
+
+
+def resume_command(work_dir: str) -> str:
+    """The command that resumes this run: the launch script's (``$HAMSEG_COMMAND``, exported by
+    tools/dist_train.sh and the slurm scripts), torchrun's or this process's, with ``--work-dir``
+    and ``--resume``, without a ``load_from`` in ``--cfg-options`` (which ``--resume`` would
+    resume instead of the work dir's latest checkpoint)."""
+    if os.environ.get("HAMSEG_COMMAND"):
+        argv = shlex.split(os.environ["HAMSEG_COMMAND"])
+    elif "TORCHELASTIC_RUN_ID" in os.environ:
+        argv = agent_argv(os.getppid()) or list(sys.orig_argv)
+    else:
+        argv = list(sys.orig_argv)
+    command: list[str] = []
+    options = False
+    for arg in argv:
+        options = arg == "--cfg-options" if arg.startswith("-") else options
+        if not (options and arg.startswith(("load_from=", "resume="))):
+            command.append(arg)
+    last = len(command) - 1  # drop a --cfg-options left without items
+    command = [
+        arg
+        for i, arg in enumerate(command)
+        if arg != "--cfg-options" or (i < last and not command[i + 1].startswith("-"))
+    ]
+    if not any(arg.startswith("--work-dir") for arg in argv):
+        command += ["--work-dir", work_dir]
+    return shlex.join(command + ["--resume"] * ("--resume" not in argv))
+
+
+def _signum(spec: str | int) -> int:
+    """``'SIGUSR1'``, ``'usr1'`` or ``10`` -> 10."""
+    if isinstance(spec, int):
+        return int(signal.Signals(spec))
+    return int(signal.Signals["SIG" + spec.upper().removeprefix("SIG")])
 
 
 @HOOKS.register_module()
@@ -79,30 +138,26 @@ class PreemptionHook(Hook):
         self.requeue = "SLURM_JOB_ID" in os.environ if requeue is None else bool(requeue)
         self.exit_code = int(exit_code)
         self.received: list[int] = []  # in order of arrival; the handler only records
-        self._previous: dict[int, Any] = {}
-        self._stop: str | None = None  # the message, once stopped
+        self.previous: dict[int, Any] = {}
+        self.stopped: str | None = None  # the message, once stopped
         protect_workers(self.signals)  # the train DataLoader starts its workers before_run
 
-    def _handler(self, signum: int, frame: Any) -> None:
+    def handle(self, signum: int, frame: Any) -> None:
         if signum == signal.SIGINT and signum in self.received:
             raise KeyboardInterrupt  # a second Ctrl-C: abort at once
         if signum not in self.received:
             self.received.append(signum)
 
     def before_train(self, runner) -> None:
-        """Install the handlers (before resume's dataloader fast-forward)."""
         for signum in self.signals:
-            try:
-                self._previous[signum] = signal.signal(signum, self._handler)
-            except ValueError:  # not the main thread
-                name = signal.Signals(signum).name
-                print_log(f"PreemptionHook: cannot catch {name} here", "current", logging.WARNING)
+            with contextlib.suppress(ValueError):  # not the main thread: no handler there
+                self.previous[signum] = signal.signal(signum, self.handle)
 
     def restore_signal_handlers(self) -> None:
         """Put back the handlers from before training (done after a complete run)."""
-        for signum, previous in self._previous.items():
+        for signum, previous in self.previous.items():
             signal.signal(signum, signal.SIG_DFL if previous is None else previous)
-        self._previous.clear()
+        self.previous.clear()
         protect_workers(())
 
     def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None, outputs=None):
@@ -110,67 +165,61 @@ class PreemptionHook(Hook):
         requeue = any(s in self.requeue_signals for s in self.received)
         stop, requeue = agree_max([int(bool(self.received)), int(requeue)])  # every iteration
         step = runner.iter + 1
-        if not stop or self._stop is not None or step >= runner.max_iters:
+        if not stop or self.stopped is not None or step >= runner.max_iters:
             return  # at the last iteration the run is complete: CheckpointHook saves it
         names = (
             "/".join(signal.Signals(s).name for s in self.received) or "a signal to another rank"
         )
         print_log(f"{names} received: stopping after iteration {step}", logger="current")
-        message = (
-            f"training stopped by {names} after iteration {step}: {self._save(runner)} written"
-        )
+        message = f"training stopped by {names} after iteration {step}: {self.save(runner)} written"
         if requeue and self.requeue:
-            message += self._requeue()
+            message += self.requeue_job()
         barrier()  # no rank exits (and is reported failed) before the save and requeue are done
-        self._stop = f"{message}; continue with --resume"
+        self.stopped = f"{message}; continue with: {resume_command(runner.work_dir)}"
         loop = runner.train_loop
         if not isinstance(loop, IterBasedTrainLoop):  # checks stop_training between epochs only
-            raise TrainingPreempted(self._stop, self.exit_code)
+            raise TrainingPreempted(self.stopped, self.exit_code)
         loop.stop_training = True  # the loop ends; after_train/after_run hooks still run
         loop.val_begin = loop.max_iters + 1  # no validation of this iteration: time is short
 
     def after_run(self, runner) -> None:
         """After a stop, leave ``runner.train()`` (the handlers stay: a signal until the exit
         is only recorded); after a complete run, restore the handlers."""
-        if self._stop is not None:
-            raise TrainingPreempted(self._stop, self.exit_code)
+        if self.stopped is not None:
+            raise TrainingPreempted(self.stopped, self.exit_code)
         self.restore_signal_handlers()
 
-    def _save(self, runner) -> str:
+    def save(self, runner) -> str:
         """Checkpoint this iteration (every rank calls, the main rank writes); its path."""
         step = runner.iter + 1
         gather_rng_states(runner)  # also for a CheckpointHook that does not gather
         hook = next((h for h in runner.hooks if isinstance(h, CheckpointHook)), None)
-        if hook is not None and not hook.by_epoch:
-            path = hook.file_backend.join_path(hook.out_dir, hook.filename_tmpl.format(step))
-            if hook.last_ckpt != path:  # not just written by the periodic save
-                hook._save_checkpoint(runner)  # pointer, max_keep_ckpts as for periodic saves
+        if hook is None or hook.by_epoch:
+            path = osp.join(runner.work_dir, f"iter_{step}.pth")
+            backend = dict(backend=ATOMIC_BACKEND)
+            runner.save_checkpoint(runner.work_dir, f"iter_{step}.pth", backend_args=backend)
+            if is_main_process():
+                with open(osp.join(runner.work_dir, "last_checkpoint"), "w") as handle:
+                    handle.write(path)
             return path
-        path = osp.join(runner.work_dir, f"iter_{step}.pth")
-        backend = dict(backend=ATOMIC_BACKEND)
-        runner.save_checkpoint(
-            runner.work_dir, osp.basename(path), by_epoch=False, backend_args=backend
-        )
-        if is_main_process():
-            atomic_write(osp.join(runner.work_dir, POINTER), path.encode())
+        path = hook.file_backend.join_path(hook.out_dir, hook.filename_tmpl.format(step))
+        if hook.last_ckpt != path:  # not just written by the periodic save
+            # the pointer and max_keep_ckpts as for periodic saves (pinned by test_upstream_pins)
+            hook._save_checkpoint(runner)
         return path
 
-    def _requeue(self) -> str:
+    def requeue_job(self) -> str:
         """``scontrol requeue $SLURM_JOB_ID`` on the main rank; a note for the message."""
-        job = os.environ.get("SLURM_JOB_ID")
+        job = os.environ.get("SLURM_JOB_ID", "")
         if not is_main_process():
             return "; slurm job requeued by the main rank"
-        failure = "SLURM_JOB_ID is not set" if job is None else None
         try:
-            if job is not None:
-                done = subprocess.run(
-                    ["scontrol", "requeue", job], capture_output=True, timeout=120
-                )
-                failure = done.stderr.decode().strip() if done.returncode else None
+            done = subprocess.run(["scontrol", "requeue", job], capture_output=True, timeout=120)
+            failure = done.stderr.decode().strip() if done.returncode else None
         except (OSError, subprocess.TimeoutExpired) as err:
             failure = str(err)
-        if failure is not None:
-            print_log(f"requeueing slurm job {job} failed: {failure}", "current", logging.WARNING)
-            return f"; requeueing slurm job {job} failed ({failure})"
-        print_log(f"requeued slurm job {job}", logger="current")
-        return f"; slurm job {job} requeued"
+        if failure is None:
+            print_log(f"requeued slurm job {job}", logger="current")
+            return f"; slurm job {job} requeued"
+        print_log(f"requeueing slurm job {job} failed: {failure}", "current", logging.WARNING)
+        return f"; requeueing slurm job {job} failed ({failure})"

@@ -1,9 +1,12 @@
-"""What the guard hooks share: every rank stops at once (:func:`agree_max`, one small all-reduce
-per iteration) with an exit code that says why (:class:`TrainingStopped`). docs/robustness.md."""
+"""How a run stops on purpose: every rank at once (:func:`agree_max`), with an exit code that says
+why (:class:`TrainingStopped`), which the launch scripts report once (:func:`report_exit`)."""
 
 from __future__ import annotations
 
 import gc
+import os
+import os.path as osp
+import time
 from collections.abc import Sequence
 
 import torch
@@ -31,8 +34,8 @@ def agree_max(values: Sequence[int]) -> list[int]:
 
 
 def leave_process_group() -> bool:
-    """Collect the run, destroy the process group and join gloo's threads before the exit (a
-    gloo thread dropping a tensor while the interpreter finalizes aborted 2 of 26 two-rank runs:
+    """Collect the run, destroy the process group and join gloo's threads before the exit (a gloo
+    thread dropping a tensor while the interpreter finalizes aborted 2 of 26 two-rank runs with
     "terminate called without an active exception"). Whether there was a group to leave."""
     if not (dist.is_available() and dist.is_initialized()):
         return False
@@ -40,3 +43,27 @@ def leave_process_group() -> bool:
     dist.destroy_process_group()
     gc.collect()  # what still held the group: its destructor joins the threads
     return True
+
+
+def report_exit(code: int, timeout: float = 30) -> int:
+    """The exit code of a rank that stops with ``code``. Under tools/dist_train.sh and the slurm
+    scripts (``$HAMSEG_RANK_CODES``) the rank writes ``code`` there and waits for the other ranks
+    of its folder: when all wrote ``code``, 0 (the script exits with ``code``, and torchrun or
+    srun print no failure report), else ``code``."""
+    folder = os.environ.get("HAMSEG_RANK_CODES")
+    if not folder or not code:
+        return code
+    rank = os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0"))
+    with open(osp.join(folder, f".code.{rank}"), "w") as handle:
+        handle.write(f"{code}\n")
+    os.replace(osp.join(folder, f".code.{rank}"), osp.join(folder, f"code.{rank}"))
+    agent = "TORCHELASTIC_RUN_ID" in os.environ  # torchrun: one folder per node
+    ranks = int(os.environ.get("LOCAL_WORLD_SIZE" if agent else "SLURM_NTASKS", "1"))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        names = [name for name in os.listdir(folder) if name.startswith("code.")]
+        if len(names) >= ranks:
+            codes = {open(osp.join(folder, name)).read().strip() for name in names}
+            return 0 if codes == {str(code)} else code
+        time.sleep(0.1)
+    return code

@@ -1,7 +1,6 @@
 """Hamburger models: the hams (NMF, CD, VQ), the blocks and the heads, registered in mmseg's
 ``MODELS`` on import. Import :mod:`hamseg` (which patches the stack first), not this alone."""
 
-from .cpu_sync_bn import HamSyncBatchNorm  # noqa: F401  ('HamSyncBN', CPU DDP wrapper)
 from .decompositions import CD, NMF, VQ, MatrixDecomposition2D
 from .ham_head import HamHead
 from .ham_light_head import HamLightHead

@@ -20,11 +20,11 @@ from mmengine.config import Config
 from mmengine.registry import MODEL_WRAPPERS, init_default_scope
 from torch import nn
 
-from hamseg.engine.distributed import CPU_WRAPPER, setup_cpu_distributed
-from hamseg.models.cpu_sync_bn import (
+from hamseg.engine.cpu import (
     CPUSyncBNDistributedDataParallel,
     HamSyncBatchNorm,
     convert_sync_batchnorm_to_ham,
+    setup_cpu_distributed,
 )
 from tests.conftest import REPO
 
@@ -89,7 +89,10 @@ def test_setup_selects_cpu_wrapper_that_swaps_syncbn(gloo_world_of_one):
     cfg = Config(dict(find_unused_parameters=True))
     assert setup_cpu_distributed(cfg, "pytorch")
     assert cfg.model_wrapper_cfg == dict(
-        type=CPU_WRAPPER, device_ids=None, broadcast_buffers=False, find_unused_parameters=True
+        type="mmseg.CPUSyncBNDistributedDataParallel",
+        device_ids=None,
+        broadcast_buffers=False,
+        find_unused_parameters=True,
     )
     assert cfg.env_cfg.dist_cfg.backend == "gloo"
     init_default_scope("mmseg")

@@ -9,7 +9,6 @@ from mmengine.config import Config
 import hamseg  # noqa: F401  (before mmseg)
 from hamseg.cli import enable_amp
 from hamseg.engine import ChannelsLastHook
-from hamseg.models.fused_hamburger import PointwiseConv
 from tools.lab.benchmark.models import build_for_training, resolve, synthetic_batch
 
 TINY_HAM = "tests/data/tiny_ham.py"
@@ -71,19 +70,3 @@ def test_amp_dtype_on_the_cpu():
     cfg = _cfg()
     enable_amp(cfg, "bfloat16")
     assert (cfg.optim_wrapper.type, cfg.optim_wrapper.dtype) == ("CPUAmpOptimWrapper", "bfloat16")
-
-
-def test_pointwise_conv_products_only_on_its_devices(monkeypatch):
-    torch.manual_seed(0)
-    conv = PointwiseConv(5, 3, 1)
-    x = torch.randn(2, 5, 7, 9)
-    reference = torch.nn.functional.conv2d(x, conv.weight, conv.bias)
-    with torch.profiler.profile() as prof:
-        products = conv(x)
-    monkeypatch.setattr(PointwiseConv, "devices", ())
-    with torch.profiler.profile() as prof_off:
-        convolution = conv(x)
-    torch.testing.assert_close(products, reference, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(convolution, reference, rtol=1e-5, atol=1e-6)
-    assert "aten::bmm" in {e.key for e in prof.key_averages()}
-    assert "aten::bmm" not in {e.key for e in prof_off.key_averages()}

@@ -22,13 +22,13 @@ from mmengine.hooks import Hook
 
 import tests.robust.fault_hooks  # noqa: F401  (registers SignalAtIterHook)
 from hamseg.compat.checkpoint import is_complete_checkpoint
-from hamseg.compat.worker_signals import protect_workers
 from hamseg.engine import (
     PREEMPTED_EXIT_CODE,
     PreemptionHook,
     TrainingPreempted,
+    ignore_signals_until_exit,
+    protect_workers,
 )
-from hamseg.engine.preemption import _signum, ignore_signals_until_exit
 from tests.conftest import REPO, TINY_FCN
 from tests.helpers import one_thread  # noqa: F401  (fixture)
 from tests.robust.helpers import (
@@ -90,10 +90,10 @@ def run_until_signal(tmp_path, data: str, hooks: list, options: dict | None = No
 
 
 def test_signal_names_and_numbers():
-    assert _signum("SIGUSR1") == _signum("usr1") == _signum(10) == signal.SIGUSR1
-    assert _signum("TERM") == signal.SIGTERM
+    hook = PreemptionHook(signals=["SIGUSR1", "usr1", 10, "TERM"], requeue_signals=[])
+    assert hook.signals == (signal.SIGUSR1,) * 3 + (signal.SIGTERM,)
     with pytest.raises(KeyError):
-        _signum("SIGNOPE")
+        PreemptionHook(signals=["SIGNOPE"])
 
 
 def test_signal_checkpoints_that_iteration_then_leaves_train_with_exit_code(tmp_path, tiny_data):
@@ -277,34 +277,6 @@ EXACT = "randomness = dict(seed=0, deterministic=True)"
 
 
 @pytest.mark.slow
-def test_sigusr1_stop_then_resume_ends_with_the_weights_of_an_uninterrupted_run(
-    tmp_path, tiny_data
-):
-    # validation every 3 iterations: the stop at 3 skips it, the uninterrupted run does not
-    common = ("train_cfg = dict(val_interval=3)", EXACT)
-    reference = write_config(tmp_path / "reference.py", TINY_HAM, *common)
-    signalled = write_config(
-        tmp_path / "usr1.py",
-        TINY_HAM,
-        *common,
-        "custom_hooks = [dict(type='SignalAtIterHook', at=3)]",
-    )
-    ref_work, work = str(tmp_path / "reference"), str(tmp_path / "usr1")
-    ref = start_tool(train_args(reference, ref_work, tiny_data))
-    code, output = run_train(train_args(signalled, work, tiny_data))
-    assert code == PREEMPTED_EXIT_CODE, output[-3000:]
-    assert f"training stopped by SIGUSR1 after iteration 3: {work}/iter_3.pth written" in output
-    assert sorted(n for n in os.listdir(work) if n.endswith(".pth")) == ["iter_3.pth"]
-
-    code, output = run_train(train_args(signalled, work, tiny_data, "--resume"))
-    assert code == 0, output[-3000:]
-    assert f"Resuming from the latest complete checkpoint {work}/iter_3.pth" in output
-    assert "resumed epoch: 0, iter: 3" in output
-    assert finish(*ref)[0] == 0
-    assert_same_training_state(osp.join(work, "iter_8.pth"), osp.join(ref_work, "iter_8.pth"))
-
-
-@pytest.mark.slow
 def test_sigterm_to_the_process_group_with_workers_then_resume_is_exact(tmp_path, tiny_data):
     """slurm signals every process of a step, DataLoader workers included; no seed configured:
     the resumed run takes the checkpoint's seed (the sampler's order depends on it)."""
@@ -403,9 +375,9 @@ def test_torchrun_a_signal_stops_both_ranks_after_the_same_iteration(tmp_path, t
     # torchrun says 1 (failed workers, or its own SignalException); every rank stopped with 75
     assert code == PREEMPTED_EXIT_CODE, output[-3000:]
     assert "forcefully exiting" not in output  # the agent's SIGKILL after its shutdown timeout
-    if target == "rank1":  # both workers exit 75; torchrun reports it and exits 1
+    if target == "rank1":  # both ranks stopped alike: they exit 0 and the script says 75
         assert "training stopped by a signal to another rank after iteration 3" in output
-        assert output.count("exitcode  : 75") == 2, output[-3000:]
+        assert "ChildFailedError" not in output, output[-3000:]  # both agreed: said once
     else:  # the script forwards SIGTERM to torchrun, which forwards it to both, waits for them,
         # then re-raises its SignalException
         stopped_by = "(SIGINT|SIGTERM|SIGINT/SIGTERM)" if target == "ctrl-c" else "SIGTERM"
@@ -420,32 +392,6 @@ def test_torchrun_a_signal_stops_both_ranks_after_the_same_iteration(tmp_path, t
     saved = torch.load(osp.join(work, "iter_3.pth"))["state_dict"]
     for name, value in rank0["state_dict"].items():
         assert torch.equal(saved[name], value), name
-
-
-@pytest.mark.slow
-def test_two_ranks_with_diff_rank_seed_resume_to_the_weights_of_an_uninterrupted_run(
-    tmp_path, tiny_data
-):
-    """Each rank draws its own flips and NMF bases (seed + rank): its states are gathered into
-    the checkpoint and each rank gets its own back (issue 26: 2.7e-3 away before)."""
-    lines = (
-        "randomness = dict(seed=66, diff_rank_seed=True, deterministic=True)",
-        "train_dataloader = dict(dataset=dict(pipeline=[dict(type='CheckedLoadImageFromFile'),"
-        " dict(type='CheckedLoadAnnotations', num_classes=3), dict(type='RandomFlip', prob=0.5),"
-        " dict(type='Resize', scale=(32, 32), keep_ratio=False), dict(type='PackSegInputs')]))",
-    )
-    reference = write_config(tmp_path / "reference.py", TINY_HAM, *lines)
-    signal_hook = "custom_hooks = [dict(type='SignalAtIterHook', at=3)]"
-    config = write_config(tmp_path / "usr1.py", TINY_HAM, *lines, signal_hook)
-    ref_work, work = str(tmp_path / "reference"), str(tmp_path / "usr1")
-    ref = torchrun(reference, ref_work, tiny_data, free_port(), max_iters=7)
-    code, output = finish(*torchrun(config, work, tiny_data, free_port(), max_iters=7))
-    assert output.count("exitcode  : 75") == 2, output[-3000:]
-    assert len(torch.load(osp.join(work, "iter_3.pth"))["rng_state"]) == 2  # one per rank
-    code, output = finish(*torchrun(config, work, tiny_data, free_port(), "--resume", max_iters=7))
-    assert code == 0 and "resumed epoch: 0, iter: 3" in output, output[-3000:]
-    assert finish(*ref)[0] == 0
-    assert_same_training_state(osp.join(work, "iter_7.pth"), osp.join(ref_work, "iter_7.pth"))
 
 
 @pytest.mark.slow

@@ -16,26 +16,22 @@ from __future__ import annotations
 import argparse
 import os
 import os.path as osp
-import sys
 
-REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-sys.path.insert(0, REPO)
-
-import hamseg  # noqa: E402,F401  (before mmseg)
+import hamseg  # noqa: F401  (before mmseg; the repository is on PYTHONPATH)
 
 # isort: split
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-from mmengine.config import Config  # noqa: E402
-from mmengine.registry import MODEL_WRAPPERS, init_default_scope  # noqa: E402
-from mmengine.structures import PixelData  # noqa: E402
-from mmseg.registry import MODELS  # noqa: E402
-from mmseg.structures import SegDataSample  # noqa: E402
-from torch.nn.modules.batchnorm import _BatchNorm  # noqa: E402
+import torch
+import torch.distributed as dist
+from mmengine.config import Config
+from mmengine.registry import MODEL_WRAPPERS, init_default_scope
+from mmengine.structures import PixelData
+from mmseg.registry import MODELS
+from mmseg.structures import SegDataSample
+from torch.nn.modules.batchnorm import _BatchNorm
 
-from hamseg.engine.distributed import setup_cpu_distributed  # noqa: E402
+from hamseg.engine import setup_cpu_distributed
 
-CONFIG = osp.join(REPO, "tests", "data", "tiny_ham.py")
+CONFIG = osp.join(osp.dirname(osp.dirname(osp.abspath(__file__))), "data", "tiny_ham.py")
 SIZE = 32
 
 
