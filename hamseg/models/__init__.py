@@ -1,21 +1,19 @@
-"""Hamburger models: the hams (NMF, CD, VQ), the blocks and the heads, registered in mmseg's
-``MODELS`` on import. Import :mod:`hamseg` (which patches the stack first), not this alone."""
+"""Hamburger models, registered in mmseg's ``MODELS``: the hams (NMF, CD, VQ), the block and the
+heads; ``HamResNetPretrained`` in ``WEIGHT_INITIALIZERS``. Import :mod:`hamseg`, not this alone."""
 
-from .cpu_sync_bn import HamSyncBatchNorm  # noqa: F401  ('HamSyncBN', CPU DDP wrapper)
 from .decompositions import CD, NMF, VQ, MatrixDecomposition2D
 from .ham_head import HamHead
 from .ham_light_head import HamLightHead
 from .hamburger import Hamburger
-from .light_hamburger import LightHamburger
-from .release_weights import HamResNetPretrained  # noqa: F401  (init_cfg 'HamResNetPretrained')
+from .release_weights import HamResNetPretrained
 
 __all__ = [
     "CD",
     "NMF",
     "VQ",
-    "MatrixDecomposition2D",
-    "Hamburger",
     "HamHead",
     "HamLightHead",
-    "LightHamburger",
+    "HamResNetPretrained",
+    "Hamburger",
+    "MatrixDecomposition2D",
 ]

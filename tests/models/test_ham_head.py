@@ -3,7 +3,6 @@
 import hamseg  # noqa: F401, I001  (patches the stack before anything imports mmseg)
 
 import ast
-import math
 from pathlib import Path
 
 import mmseg.models  # noqa: F401
@@ -11,7 +10,6 @@ import pytest
 import torch
 from mmengine.config import ConfigDict
 from mmengine.hooks import Hook
-from mmengine.optim import OptimWrapper
 from mmengine.registry import DefaultScope
 from mmengine.runner import Runner
 from mmengine.structures import PixelData
@@ -20,6 +18,7 @@ from mmseg.structures import SegDataSample
 from torch.utils.data import Dataset
 
 from hamseg.models import CD, NMF, VQ, Hamburger, HamHead
+from hamseg.utils.errors import UsageError
 from tests.helpers import one_thread  # noqa: F401  (fixture)
 
 OFFICIAL = Path("/work/shared/reference/official-hamnet-r101-v2-nmf-state-dict.txt")
@@ -409,46 +408,10 @@ def test_head_switches_reach_the_hamburger():
     assert isinstance(ham.norm, torch.nn.BatchNorm2d) and len(ham.lower_bread) == 2
 
 
-@pytest.mark.usefixtures("one_thread")
-def test_tiny_model_trains_with_uniform_nmf_codes():
-    """NMF with coef_init='uniform' (Table 8's remark): a few SGD steps, finite losses, the
-    weights move, and seeded evaluation is deterministic."""
-    torch.manual_seed(0)
-    with DefaultScope.overwrite_default_scope("mmseg"):
-        model = build_tiny_segmentor(
-            (33, 35), ham_cfg=dict(type="NMF", R=4, eval_seed=0, coef_init="uniform")
-        )
-    assert model.decode_head.hamburger.ham.coef_init == "uniform"
-    data = TinySegDataset(n=2)
-    batch = dict(inputs=[d["inputs"] for d in data], data_samples=[d["data_samples"] for d in data])
-    optim = OptimWrapper(torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9))
-    before = model.decode_head.hamburger.lower_bread[0].weight.detach().clone()
-    losses = [model.train_step(batch, optim)["loss"].item() for _ in range(3)]
-    assert all(math.isfinite(v) and v > 0 for v in losses)
-    assert not torch.equal(model.decode_head.hamburger.lower_bread[0].weight, before)
-    model.eval()
-    with torch.no_grad():
-        a, b = model.test_step(batch), model.test_step(batch)
-    assert torch.equal(a[0].seg_logits.data, b[0].seg_logits.data)
-
-
-SWAP = (
-    "HamHead is HamNet's head for one ResNet feature map (in_channels: an int); for SegNeXt's "
-    "multi-level input (in_channels a list) use type='HamLightHead', which also takes mmseg "
-    "LightHamHead's ham_kwargs (HamHead: ham_cfg=dict(type='NMF'))"
-)
-
-
-@pytest.mark.parametrize(
-    "swapped",  # mmseg's SegNeXt decode_head with type='HamHead', with and without ham_kwargs
-    [dict(ham_kwargs=dict(MD_R=16)), dict()],
-)
+@pytest.mark.parametrize("swapped", [dict(ham_kwargs=dict(MD_R=16)), dict()])
 def test_hamhead_in_a_segnext_config_says_to_use_hamlighthead(swapped):
-    from mmseg.registry import MODELS
-
-    from hamseg.utils.errors import UsageError
-
+    """mmseg's SegNeXt decode_head with type='HamHead': one line naming the head to use."""
     head = dict(type="HamHead", in_channels=[8, 16, 24], channels=8, ham_channels=8, num_classes=3)
-    with pytest.raises(UsageError) as err:
+    with pytest.raises(UsageError, match="HamLightHead") as err:
         MODELS.build(dict(head, in_index=[1, 2, 3], **swapped))
-    assert str(err.value).endswith(SWAP)
+    assert "\n" not in str(err.value)
