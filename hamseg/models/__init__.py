@@ -7,13 +7,5 @@ from .ham_light_head import HamLightHead
 from .hamburger import Hamburger
 from .release_weights import HamResNetPretrained
 
-__all__ = [
-    "CD",
-    "NMF",
-    "VQ",
-    "HamHead",
-    "HamLightHead",
-    "HamResNetPretrained",
-    "Hamburger",
-    "MatrixDecomposition2D",
-]
+__all__ = ["CD", "NMF", "VQ", "HamHead", "HamLightHead", "Hamburger", "MatrixDecomposition2D"]
+__all__ += ["HamResNetPretrained"]

@@ -16,10 +16,9 @@ import torch.nn.functional as F
 from mmseg.registry import MODELS
 from torch import Tensor, nn
 
-from .ridge_solve import ridge_solve
 from .tracing import is_tracing, outside_trace
 
-__all__ = ["CD", "NMF", "VQ", "MatrixDecomposition2D"]
+__all__ = ["CD", "NMF", "VQ", "MatrixDecomposition2D", "ridge_solve"]
 
 EPS = 1e-6  #: added to every denominator, as in the release
 #: Evaluation of a random-init ham (docs/evaluation.md). 'paper': a new dictionary at every
@@ -35,7 +34,10 @@ GRADS = ("one_step", "bptt")
 
 
 class MatrixDecomposition2D(nn.Module):
-    """What the hams share; a subclass writes :meth:`local_step` and :meth:`compute_coef`.
+    """What the hams share. A subclass writes ``local_step(x, bases, coef) -> (bases, coef)``,
+    one iteration of Alg. 1-3, and ``compute_coef(x, bases, coef) -> coef``, the final code
+    update (with the one-step gradient the only step autograd records); x is X (B*S, D, N), bases
+    D (B*S, D, K*R), coef C (B*S, K*R, N) or None before the first step.
 
     Args:
         S: Groups: the channels split into S independent decompositions.
@@ -74,57 +76,41 @@ class MatrixDecomposition2D(nn.Module):
         eval_draws: int = 1,
     ) -> None:
         super().__init__()
-        if S < 1 or R < 1 or (D is not None and D < 1) or eval_draws < 1:
-            raise ValueError(
-                f"S, D, R and eval_draws must be >= 1, got {S}, {D}, {R}, {eval_draws}"
-            )
-        if train_steps < 0 or eval_steps < 0:
-            raise ValueError(f"steps must be >= 0, got {train_steps} and {eval_steps}")
+        if min(S, R, eval_draws, D or 1) < 1 or min(train_steps, eval_steps) < 0:
+            raise ValueError(f"S, D, R, eval_draws must be >= 1 and steps >= 0: {S, D, R}")
         if init not in INITS or grad not in GRADS:
-            raise ValueError(
-                f"init must be one of {INITS} and grad one of {GRADS}: {init!r}, {grad!r}"
-            )
+            raise ValueError(f"init: one of {INITS}, grad: {GRADS}; got {init!r}, {grad!r}")
         if init == "learned" and grad == "one_step":
             raise ValueError("init='learned' needs grad='bptt': one step never reaches the init")
         if init != "random" and D is None:
             raise ValueError(f"init={init!r} builds its dictionary at construction: pass D")
-        self.S, self.D, self.R = S, D, R
-        self.train_steps, self.eval_steps = train_steps, eval_steps
-        self.inv_t, self.eta, self.spatial = float(inv_t), eta, spatial
-        self.init, self.grad = init, grad
-        self.eval_seed, self.eval_draws = eval_seed, eval_draws
+        self.S = S
+        self.D = D
+        self.R = R
+        self.train_steps = train_steps
+        self.eval_steps = eval_steps
+        self.inv_t = float(inv_t)
+        self.eta = eta
+        self.spatial = spatial
+        self.init = init
+        self.grad = grad
+        self.eval_seed = eval_seed
+        self.eval_draws = eval_draws
         #: The seeded dictionaries (S, D, K*R) of the last seeded evaluation (not in the state
         #: dict): drawn once per (eval_seed, K, D, device, dtype), a constant of any trace.
         self.seeded_dictionary: Tensor | None = None
         self._seeded_key: tuple | None = None
-        self.bases: Tensor | None
+        bases = None if init == "random" else self.draw_bases(S, D)  # (S, D, R)
         if init == "learned":
-            self.bases = nn.Parameter(self.draw_bases(S, D))
-        elif init != "random":
-            self.register_buffer("bases", self.draw_bases(S, D))
+            self.bases = nn.Parameter(bases)
         else:
-            self.bases = None
+            self.register_buffer("bases", bases)  # None: drawn at every forward
 
-    def extra_repr(self) -> str:
-        names = "S D R train_steps eval_steps inv_t spatial init grad eval_seed eval_draws"
-        return ", ".join(f"{k}={getattr(self, k)}" for k in names.split())
-
-    # The algorithm: x X (B*S, D, N), bases D (B*S, D, K*R), coef C (B*S, K*R, N) or None.
     def init_coef(self, x: Tensor, bases: Tensor) -> Tensor | None:
-        """Codes before the first step; None: the first step computes them."""
+        """Codes C before the first step; None: the first step computes them."""
         return None
 
-    def local_step(self, x: Tensor, bases: Tensor, coef: Tensor | None) -> tuple[Tensor, Tensor]:
-        """One iteration of Alg. 1-3; returns ``(bases, coef)``."""
-        raise NotImplementedError
-
-    def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor | None) -> Tensor:
-        """The final code update; with the one-step gradient the only step autograd records."""
-        raise NotImplementedError
-
-    def draw_bases(
-        self, batch: int, D: int, like: Tensor | None = None, generator=None, atoms=None
-    ):
+    def draw_bases(self, batch: int, D: int, like: Tensor | None = None, generator=None, atoms=0):
         """A random dictionary (batch, D, atoms or R) with unit columns, in ``like``'s dtype."""
         draw = torch.rand if self.init_distribution == "uniform" else torch.randn
         kwargs = dict(device=like.device, dtype=like.dtype) if like is not None else {}
@@ -244,9 +230,6 @@ class NMF(MatrixDecomposition2D):
         super().__init__(inv_t=1.0, **kwargs)
         self.coef_init = coef_init
 
-    def extra_repr(self) -> str:
-        return f"{super().extra_repr()}, coef_init={self.coef_init}"
-
     def init_coef(self, x: Tensor, bases: Tensor) -> Tensor | None:
         """'uniform': U(0, 1) codes (B*S, K*R, N); in seeded evaluation one (S, R, N) draw of a
         generator seeded with ``eval_seed + 1``, shared by the batch and the K dictionaries."""
@@ -310,7 +293,7 @@ class VQ(_SoftClustering):
 @MODELS.register_module()
 class CD(_SoftClustering):
     """Soft concept decomposition (Alg. 3, App. B), a soft spherical K-means; the final codes
-    solve the ridge problem C = (D^T D + beta I)^-1 D^T X (Eq. 15; exportable, ridge_solve.py).
+    solve the ridge problem C = (D^T D + beta I)^-1 D^T X (Eq. 15; exportable: :func:`ridge_solve`).
 
     Args:
         beta: Ridge weight (paper: 0.01 and 0.1 alike; release 0.1).
@@ -322,9 +305,6 @@ class CD(_SoftClustering):
         super().__init__(**kwargs)
         self.beta = beta
 
-    def extra_repr(self) -> str:
-        return f"{super().extra_repr()}, beta={self.beta}"
-
     def local_step(self, x: Tensor, bases: Tensor, coef: Tensor | None) -> tuple[Tensor, Tensor]:
         """C <- softmax(inv_t cosine(D, X)), D <- normalize(X C^T)."""
         coef = self.assign(x, bases)
@@ -333,10 +313,30 @@ class CD(_SoftClustering):
 
     def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor | None) -> Tensor:
         """C = (D^T D + beta I)^-1 D^T X, per draw."""
-        # out of place: an ONNX export loses an in-place write into the diagonal
-        gram = self._gram_per_draw(bases) + self.beta * torch.eye(
-            self.R, device=x.device, dtype=x.dtype
-        )
+        ridge = self.beta * torch.eye(self.R, device=x.device, dtype=x.dtype)
+        gram = self._gram_per_draw(bases) + ridge  # out of place: ONNX loses a diagonal write
         rhs = torch.bmm(bases.transpose(1, 2), x)  # (B*S, K*R, D) @ (B*S, D, N)
         # (B*S*K, R, R)^-1 @ (B*S*K, R, N) -> (B*S, K*R, N)
         return ridge_solve(gram, rhs.reshape(-1, self.R, rhs.shape[2])).reshape(rhs.shape)
+
+
+def spd_inverse(a: Tensor) -> Tensor:
+    """A^-1 (B, R, R) of SPD A (B, R, R) by Gauss-Jordan elimination on [A | I]: step k divides
+    row k by its pivot and removes column k from every other row (no pivoting: eig >= beta)."""
+    R = a.shape[-1]
+    eye = torch.eye(R, dtype=a.dtype, device=a.device)
+    m = torch.cat([a, eye.expand_as(a)], dim=-1)  # (B, R, 2R)
+    for k in range(R):
+        pivot_row = m[:, k : k + 1, :] / m[:, k : k + 1, k : k + 1]  # (B, 1, 2R)
+        factor = m[:, :, k : k + 1] - eye[:, k : k + 1]  # (B, R, 1)
+        m = m - factor * pivot_row  # (B, R, 1) * (B, 1, 2R) -> (B, R, 2R)
+    return m[:, :, R:]
+
+
+def ridge_solve(gram: Tensor, rhs: Tensor) -> Tensor:
+    """gram^-1 rhs (B, R, N) for gram = D^T D + beta I (B, R, R): ``torch.linalg.solve``, or
+    under a trace (ONNX has no solve nor inverse) :func:`spd_inverse`; both err by ~cond * eps,
+    cond <= (r + beta) / beta for unit dictionary columns."""
+    if not is_tracing():
+        return torch.linalg.solve(gram, rhs)
+    return torch.bmm(spd_inverse(gram), rhs)  # (B, R, R) @ (B, R, N)

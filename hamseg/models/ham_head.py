@@ -16,6 +16,8 @@ from .decompositions import DEFAULT_EVAL
 from .hamburger import Hamburger
 
 __all__ = ["HamHead"]
+#: The Hamburger's arguments that the head passes on.
+BLOCK_ARGS = ("latent_channels", "variant", "with_lower_bread", "with_ham", "with_upper_bread")
 
 
 @MODELS.register_module()
@@ -26,25 +28,20 @@ class HamHead(BaseDecodeHead):
         ham_channels: Channels of the Hamburger (paper and release: 512).
         ham_cfg: The ham's config, default ``dict(type='NMF', R=64)`` evaluated with the paper's
             protocol (``EVAL_PROTOCOLS``, docs/evaluation.md).
-        variant: The Hamburger's, 'release' (default) or 'paper' (Eq. 6).
-        latent_channels: Channels d of the ham (default ``ham_channels``).
         with_hamburger: False for Table 2's baseline (squeeze, align, classifier).
-        with_lower_bread, with_ham, with_upper_bread: Table 2's switches of the Hamburger.
         conv_init: Init of squeeze, align and classifier: 'mmseg' or 'pytorch' (``nn.Conv2d``'s
             default, as the release; kept through mmengine's ``init_weights``).
-        **kwargs: :class:`BaseDecodeHead`'s; the Hamburger takes ``norm_cfg`` and ``act_cfg``.
+        **kwargs: :class:`Hamburger`'s ``variant`` ('release' default, or 'paper'),
+            ``latent_channels`` and Table 2's switches ``with_lower_bread``, ``with_ham``,
+            ``with_upper_bread``; the rest :class:`BaseDecodeHead`'s (the Hamburger takes
+            ``norm_cfg`` and ``act_cfg``).
     """
 
     def __init__(
         self,
         ham_channels: int = 512,
         ham_cfg: dict | None = None,
-        variant: str = "release",
-        latent_channels: int | None = None,
         with_hamburger: bool = True,
-        with_lower_bread: bool = True,
-        with_ham: bool = True,
-        with_upper_bread: bool = True,
         conv_init: str = "mmseg",
         **kwargs: Any,
     ) -> None:
@@ -56,23 +53,17 @@ class HamHead(BaseDecodeHead):
                 "HamHead takes one feature map (in_channels an int) and ham_cfg; for SegNeXt's "
                 "levels and mmseg's ham_kwargs use type='HamLightHead'"
             )
+        block = {k: kwargs.pop(k) for k in BLOCK_ARGS if k in kwargs}
         super().__init__(**kwargs)
-        self.ham_channels, self.conv_init = ham_channels, conv_init
+        self.ham_channels = ham_channels
+        self.conv_init = conv_init
         conv = dict(padding=1, conv_cfg=self.conv_cfg, norm_cfg=self.norm_cfg, act_cfg=self.act_cfg)
         self.squeeze = ConvModule(self.in_channels, ham_channels, 3, **conv)
         self.hamburger: nn.Module = nn.Identity()
         if with_hamburger:
-            self.hamburger = Hamburger(
-                ham_channels,
-                latent_channels,
-                ham_cfg or dict(type="NMF", R=64, **DEFAULT_EVAL),
-                variant,
-                self.norm_cfg,
-                self.act_cfg,
-                with_lower_bread,
-                with_ham,
-                with_upper_bread,
-            )
+            ham_cfg = ham_cfg or dict(type="NMF", R=64, **DEFAULT_EVAL)
+            block.update(ham_cfg=ham_cfg, norm_cfg=self.norm_cfg, act_cfg=self.act_cfg)
+            self.hamburger = Hamburger(ham_channels, **block)
         self.align = ConvModule(ham_channels, self.channels, 3, **conv)
         self._reset_convs()
 

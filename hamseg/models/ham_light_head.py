@@ -76,10 +76,11 @@ class HamLightHead(BaseDecodeHead):
             resize(x, size, mode="bilinear", align_corners=self.align_corners) for x in levels
         ]
         x = torch.cat(levels, dim=1)
+        # At feature scale 1e4 the squeeze's sums pass fp16's 65504 (inf, then NaN from the
+        # GroupNorm; mmseg's head too): under fp16 autocast it runs in float32, the rest in fp16.
         device = x.device.type
-        if torch.is_autocast_enabled(device) and torch.get_autocast_dtype(device) == torch.float16:
-            # At feature scale 1e4 the squeeze's sums pass fp16's 65504 (inf, then NaN from the
-            # GroupNorm; mmseg's head too): the squeeze runs in float32, the rest under fp16.
+        fp16 = torch.is_autocast_enabled(device) and torch.get_autocast_dtype(device) == torch.half
+        if fp16:
             with torch.autocast(device, enabled=False):
                 x = self.squeeze(x.float())
         else:

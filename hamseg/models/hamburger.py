@@ -1,13 +1,5 @@
-"""The Hamburger block (Geng et al., ICLR 2021, Sec. 2.2.1, Eq. 5-6, Table 2): Z -> W_l -> ham M
-(a ReLU before NMF) -> W_u, plus the skip. One implementation, three variants:
-
-- 'paper' (Eq. 6): Y = Z + BN(W_u M(W_l Z)).
-- 'release' (the authors' V2, their released VOC model): Y = ReLU(Z + W_u cheese(M(W_l Z))),
-  cheese a 1x1 conv-norm-act; names as the release's checkpoint (``lower_bread.0``,
-  ``cheese.conv/bn``, ``upper_bread``).
-- 'light' (SegNeXt, mmseg's ``LightHamHead``): Y = ReLU(Z + norm(W_u M(ReLU(W_l Z)))); names as
-  mmseg's (``ham_in.conv``, ``ham_out.conv``, ``ham_out.gn``), so its checkpoints load strictly.
-"""
+"""The Hamburger block (Geng et al., ICLR 2021, Sec. 2.2.1, Eq. 5-6, Table 2), one implementation
+for the paper's block, the authors' released "V2" and SegNeXt's light block."""
 
 from __future__ import annotations
 
@@ -30,7 +22,13 @@ RELU = dict(type="ReLU")
 
 @MODELS.register_module()
 class Hamburger(nn.Module):
-    """Y = act(Z + W_u M(W_l Z)) (Eq. 5-6), in one of :data:`VARIANTS` (module docstring).
+    """Y = act(Z + W_u M(W_l Z)) (Eq. 5-6); the ham M follows a ReLU for NMF (Sec. 2.2.2).
+
+    - 'paper' (Eq. 6): Y = Z + BN(W_u M(W_l Z)).
+    - 'release' (V2, the released VOC model): Y = ReLU(Z + W_u cheese(M(W_l Z))), cheese a 1x1
+      conv-norm-act; the release's names (``lower_bread.0``, ``cheese.conv/bn``, ``upper_bread``).
+    - 'light' (SegNeXt, mmseg's ``LightHamHead``): Y = ReLU(Z + norm(W_u M(ReLU(W_l Z)))); mmseg's
+      names (``ham_in.conv``, ``ham_out.conv``, ``ham_out.gn``): its checkpoints load strictly.
 
     Args:
         in_channels: Channels d_z of Z and Y.
@@ -71,10 +69,8 @@ class Hamburger(nn.Module):
         ham_cfg = dict(type="NMF") if ham_cfg is None else dict(ham_cfg)
         if ham_cfg.get("spatial", True):
             ham_cfg.setdefault("D", d // ham_cfg.get("S", 1))
-        ham_cls = (
-            MODELS.get(ham_cfg["type"]) if isinstance(ham_cfg["type"], str) else ham_cfg["type"]
-        )
-        relu = variant == "light" or ham_cls.nonnegative  # NMF needs X >= 0 (Sec. 2.2.2)
+        ham = MODELS.build(ham_cfg)
+        relu = variant == "light" or ham.nonnegative  # NMF needs X >= 0 (Sec. 2.2.2)
         norm_cfg, act_cfg = copy.deepcopy(norm_cfg), copy.deepcopy(act_cfg)
 
         # W_l: a 1x1 conv with bias (+ ReLU); never in place on Z itself (the skip's input)
@@ -87,7 +83,7 @@ class Hamburger(nn.Module):
             )
         else:
             self.lower_bread = nn.Sequential(*lower)
-        self.ham: MatrixDecomposition2D | None = MODELS.build(ham_cfg) if with_ham else None
+        self.ham: MatrixDecomposition2D | None = ham if with_ham else None
         self.cheese: nn.Module = nn.Identity()
         if variant == "release":
             self.cheese = ConvModule(d, d, 1, norm_cfg=norm_cfg, act_cfg=act_cfg)

@@ -1,12 +1,6 @@
-"""The authors' release (Gsunshine/Enjoy-Hamburger, seg/HamNet) in mmseg's names.
-
-- Its ImageNet ResNet (deep stem ``conv1.{0,1,3,4,6}``, ``bn1``, ``layer1..4``) onto mmseg's
-  ``ResNetV1c(stem_channels=128)``: ``init_cfg=dict(type='HamResNetPretrained', checkpoint=...)``.
-- Its HamNet checkpoint (``{'net': state_dict}``, VOC test 85.94 mIoU) onto configs/ham_voc.py:
-  :func:`convert_release_checkpoint` (tools/convert_release_checkpoint.py).
-
-Every mapping is checked 1:1 by names and shapes and loaded strictly.
-"""
+"""The authors' release (Gsunshine/Enjoy-Hamburger, seg/HamNet) in mmseg's names: its ImageNet
+ResNet (``init_cfg=dict(type='HamResNetPretrained', ...)``) and its HamNet checkpoint
+(:func:`convert_release_checkpoint`), each mapping checked 1:1 and loaded strictly."""
 
 from __future__ import annotations
 
@@ -23,14 +17,6 @@ from torch import Tensor, nn
 
 from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.utils.errors import UsageError, require_file
-
-__all__ = [
-    "HamResNetPretrained",
-    "WeightMappingError",
-    "convert_release_checkpoint",
-    "map_state_dict",
-    "unwrap_state_dict",
-]
 
 #: (source prefix, target prefix): the ImageNet file -> mmseg ``ResNet(deep_stem=True)``.
 IMAGENET_RESNET_RULES = [(f"conv1.{i}.", f"stem.{i}.") for i in (0, 1, 3, 4, 6)]
@@ -75,7 +61,8 @@ def map_state_dict(
     """``source`` renamed into ``target``'s names by ``(source prefix, target prefix)`` rules
     (the longest prefix wins), ``drop``'s prefixes left out; missing BatchNorm counters filled
     with 0 if ``fill_num_batches_tracked``. WeightMappingError unless the result is 1:1."""
-    mapped, problems = {}, {"unused": [], "unknown": [], "twice": [], "shape": []}
+    mapped = {}
+    problems = {"unused": [], "unknown": [], "twice": [], "shape": []}
     for name, tensor in source.items():
         if any(name.startswith(p) for p in drop):
             continue
@@ -123,14 +110,6 @@ class HamResNetPretrained:
         print_log(f"loaded the release's ImageNet weights from {path}", logger="current")
 
 
-def build_target_model(config: str) -> nn.Module:
-    """The segmentor of ``config`` with pretrained weights off."""
-    cfg = Config.fromfile(config)
-    init_default_scope(cfg.get("default_scope", "mmseg"))
-    cfg.model.backbone.init_cfg = cfg.model.pretrained = None
-    return MODELS.build(cfg.model)
-
-
 def convert_release_checkpoint(src: str, dst: str, config: str) -> int:
     """Write the release's HamNet file ``src`` as an mmseg checkpoint ``dst`` that ``config``'s
     model loads strictly (``{'state_dict', 'meta'}``); returns the number of tensors."""
@@ -138,7 +117,10 @@ def convert_release_checkpoint(src: str, dst: str, config: str) -> int:
     net = release.get("net") if isinstance(release, dict) else None
     if not isinstance(net, dict) or not all(isinstance(v, Tensor) for v in net.values()):
         raise WeightMappingError(f"{src} is not the release's {{'net': state_dict}} format")
-    model = build_target_model(config)
+    cfg = Config.fromfile(config)
+    init_default_scope(cfg.get("default_scope", "mmseg"))
+    cfg.model.backbone.init_cfg = cfg.model.pretrained = None  # the weights come from src
+    model = MODELS.build(cfg.model)
     state = map_state_dict(net, model.state_dict(), RELEASE_HAMNET_RULES)
     model.load_state_dict(state, strict=True)
     os.makedirs(osp.dirname(osp.abspath(dst)), exist_ok=True)

@@ -222,6 +222,7 @@ def build_tiny_segmentor(size, ham_cfg=None, conv_init="mmseg"):
     )
 
 
+@pytest.mark.slow
 def test_encoder_decoder_trains_with_runner(tmp_path):
     size = (33, 35)
     with DefaultScope.overwrite_default_scope("mmseg"):  # the data preprocessor is mmseg's

@@ -234,6 +234,7 @@ def test_our_configs_are_mmsegs_with_the_type_switched_and_take_its_overrides():
     assert fixed.state_dict()["hamburger.ham.bases"].shape == (1, 256, 32)
 
 
+@pytest.mark.slow
 def test_segnext_config_without_ade20k_is_one_line_naming_the_path(tmp_path):
     import subprocess
     import sys
