@@ -1,10 +1,6 @@
-"""HamLightHead (SegNeXt's head on hamseg's hams) against mmseg 1.2.2's LightHamHead.
-
-mmseg's model is built from mmseg's own SegNeXt-T config; ours from configs/segnext/ (only the
-decode head differs). Same weights, same initial dictionary: the same logits in evaluation; in
-training, our one-step gradient is the paper's (Eq. 13), built here from mmseg's own NMF2D with
-its K steps under ``no_grad``, and differs from mmseg's back-propagation through all K steps.
-"""
+"""HamLightHead against mmseg 1.2.2's LightHamHead (built from mmseg's own SegNeXt-T config;
+ours from configs/segnext/): strict loading, equal logits from one dictionary, the one-step
+gradient (from mmseg's own NMF2D with its K steps under no_grad), fp16, every hamseg ham."""
 
 from __future__ import annotations
 
@@ -130,22 +126,6 @@ def test_training_gradient_is_the_one_step_gradient_not_mmsegs_bptt():
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_autocast_ham_input_of_scale_1e4_is_finite_where_mmsegs_nmf_is_not(dtype):
-    """The ham's input at scale 1e4 (mmseg's NMF2D gives NaN under fp16 from scale ~10): ours
-    computes in float32 under autocast."""
-    ours, theirs = heads()
-    ours.train(), theirs.train()
-    g = torch.Generator().manual_seed(0)
-    z = 1e4 * torch.rand(2, 256, 32, 32, generator=g)
-    with torch.autocast("cpu", dtype=dtype):
-        mine = ours.hamburger.ham(z.to(dtype))
-        if dtype == torch.float16:
-            theirs_out = theirs.hamburger.ham(z.to(dtype))
-            assert not torch.isfinite(theirs_out).all()  # the failure users report
-    assert mine.dtype == dtype and torch.isfinite(mine).all()
-
-
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_autocast_whole_head_on_features_of_scale_1e4_is_finite(dtype):
     """Features of scale 1e4 (in the autocast dtype, as a backbone under autocast gives them):
     the squeeze's output peaks near 7e4, beyond fp16's 65504, so under fp16 mmseg's head is
@@ -167,18 +147,6 @@ def test_autocast_whole_head_on_features_of_scale_1e4_is_finite(dtype):
             out.float().square().mean().backward()
             grads = [x.grad for x in inputs[1:]] + [p.grad for p in ours.parameters()]
             assert all(g is not None and torch.isfinite(g).all() for g in grads)
-
-
-def test_seeded_evaluation_repeats_and_random_evaluation_does_not():
-    ours, _ = heads()
-    ours.eval()
-    inputs = features()
-    with torch.no_grad():
-        # the config's (and mmseg's) protocol: a new draw per forward
-        assert ours.hamburger.ham.eval_seed is None
-        assert not torch.equal(ours(inputs), ours(inputs))
-        ours.hamburger.ham.eval_seed = 0  # seeded: the same logits at every forward
-        assert torch.equal(ours(inputs), ours(inputs))
 
 
 def test_mmseg_ham_kwargs_map_to_hamseg_nmf():
