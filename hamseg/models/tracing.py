@@ -1,9 +1,5 @@
-"""Tracing and export: when the models take the recorded (module-call) path, and constants.
-
-``torch.jit.trace`` (mmengine's FLOP counter, the TorchScript ONNX exporter) and ``torch.export``
-record operators: :func:`is_tracing` is the condition the models test; :func:`outside_trace`
-computes a tensor (the seeded dictionary) that a trace records as a constant, not a random draw.
-"""
+"""When a trace records the models (``torch.jit.trace``, ``torch.onnx.export``, ``torch.export``),
+and how to compute a constant of the trace (the seeded dictionary) rather than record a draw."""
 
 from __future__ import annotations
 
@@ -17,20 +13,16 @@ __all__ = ["is_tracing", "outside_trace"]
 
 def is_tracing() -> bool:
     """True while ``torch.jit.trace``, ``torch.onnx.export`` or ``torch.export`` records."""
-    if torch.jit.is_tracing() or torch.onnx.is_in_onnx_export():
-        return True
-    compiler = getattr(torch, "compiler", None)
-    return bool(compiler is not None and compiler.is_exporting())
+    exporting = getattr(torch.compiler, "is_exporting", None)  # torch >= 2.7
+    return (
+        torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or bool(exporting and exporting())
+    )
 
 
 @contextlib.contextmanager
 def outside_trace() -> Iterator[None]:
-    """Run the body unrecorded by ``torch.jit.trace``: tensors it creates are constants of the
-    trace (a no-op when nothing traces)."""
+    """Run the body unrecorded by ``torch.jit.trace`` (its tensors become constants)."""
     state = torch._C._get_tracing_state()
-    if state is None:
-        yield
-        return
     torch._C._set_tracing_state(None)
     try:
         yield

@@ -1,5 +1,5 @@
 """Independent references for the model tests: Alg. 1-3 written out in the paper's layout (codes
-C of shape (b, R, N)), seeded dictionaries, perturbed norms and the block by module calls."""
+C of shape (b, R, N)), seeded dictionaries and perturbed norms."""
 
 import torch
 import torch.nn.functional as F
@@ -73,12 +73,3 @@ def perturb_norms(block):
             m.running_var.uniform_(0.5, 2.0)
             m.weight.data.uniform_(0.5, 1.5)
             m.bias.data.uniform_(-0.5, 0.5)
-
-
-def reference_block(block, x, bases):
-    """Hamburger.forward of a full block written with the submodules' own forward calls
-    (Eq. 6 / release V2)."""
-    out = block.ham(block.lower_bread(x), bases)
-    if block.variant == "release":
-        return block.act(x + block.upper_bread(block.cheese(out)))
-    return x + block.upper_bread(out)

@@ -40,9 +40,6 @@ def objective(X, D, coef):
     return torch.linalg.matrix_norm(X - D @ coef).sum().item()
 
 
-# ---------------------------------------------------------------------------------------------
-# NMF (Alg. 2)
-# ---------------------------------------------------------------------------------------------
 def test_nmf_objective_never_increases():
     X = rand_input(2, 12, 15 * 17)
     ham = NMF(R=5)
@@ -85,7 +82,7 @@ def spy_initial_codes(ham, monkeypatch):
     return codes
 
 
-def test_nmf_uniform_codes_are_u01_draws(monkeypatch):
+def test_nmf_uniform_codes_are_u01_draws():
     """coef_init='uniform' (App. F, Table 8's remark): C_ij ~ U(0, 1), drawn from the global
     generator in training; the multiplicative steps start from them."""
     X, D0 = rand_input(2, 6, 35), rand_bases(2, 6, 4)
@@ -100,13 +97,6 @@ def test_nmf_uniform_codes_are_u01_draws(monkeypatch):
     C1 = nmf_c_update(X, D0, coef0)
     torch.testing.assert_close(coef, C1)
     torch.testing.assert_close(bases, nmf_d_update(X, D0, C1))
-    # The module's forward draws them too (and not softmax(X^T D)).
-    codes = spy_initial_codes(ham, monkeypatch)
-    torch.manual_seed(4)
-    ham(torch.rand(2, 6, 5, 7), D0)
-    torch.manual_seed(4)
-    torch.rand(2, 6, 5, 7)
-    torch.testing.assert_close(codes[0], torch.rand(2, 4, 35), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("S", [1, 2])
@@ -137,9 +127,6 @@ def test_nmf_forces_inv_t_to_one():
     assert NMF().inv_t == 1.0 and CD().inv_t == 100.0 and VQ().inv_t == 100.0
 
 
-# ---------------------------------------------------------------------------------------------
-# CD (Alg. 3) and VQ (Alg. 1)
-# ---------------------------------------------------------------------------------------------
 def test_cd_final_codes_are_the_ridge_closed_form():
     X = rand_input(3, 10, 21, nonneg=False)
     D = rand_bases(3, 10, 6, nonneg=False)
@@ -193,9 +180,6 @@ def test_vq_codes_become_one_hot_as_inv_t_grows():
     assert torch.equal(coef.argmax(dim=1), nearest)
 
 
-# ---------------------------------------------------------------------------------------------
-# One-step gradient (Sec. 2.3, Eq. 13) versus BPTT (Table 1)
-# ---------------------------------------------------------------------------------------------
 def reference_grad(cls, x, D, K, mode):
     x = x.detach().requires_grad_(True)
     X = x.reshape(x.shape[0], x.shape[1], -1)
@@ -279,37 +263,24 @@ def test_factorize_gives_the_reconstruction_as_a_product():
         expected = ham(x, bases)
     assert dictionary.shape == (4, 6, 3) and coef.shape == (4, 3, 30)
     torch.testing.assert_close((dictionary @ coef).reshape(x.shape), expected)
-    with pytest.raises(ValueError, match="float32/64"):
-        ham.factorize(x.half(), None)
+    assert ham.factorize(x.half(), bases.half())[1].dtype == torch.float32  # float32 at least
 
 
-# ---------------------------------------------------------------------------------------------
-# Reproducibility
-# ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("cls", HAMS)
-def test_given_bases_reproduce_and_random_init_differs(cls):
-    x = torch.rand(2, 8, 5, 7)
-    bases = F.normalize(torch.rand(2, 8, 4), dim=1)
+def test_given_bases_reproduce_random_init_differs_and_eval_seed_repeats(cls):
+    x = torch.rand(3, 8, 5, 7)
+    bases = F.normalize(torch.rand(3, 8, 4), dim=1)
     keep = bases.clone()
     ham = cls(R=4)
-    assert torch.equal(ham(x, bases), ham(x, bases))
-    assert torch.equal(bases, keep)  # the in-place loop works on a copy
+    assert torch.equal(ham(x, bases), ham(x, bases)) and torch.equal(bases, keep)
     assert not torch.allclose(ham(x), ham(x))
-    ham.eval()
-    assert not torch.allclose(ham(x), ham(x))  # no eval_seed: still random
-
-
-@pytest.mark.parametrize("cls", HAMS)
-def test_eval_seed_gives_deterministic_evaluation(cls):
-    x = torch.rand(3, 8, 5, 7)
-    ham = cls(R=4, eval_seed=0).eval()
+    assert not torch.allclose(ham.eval()(x), ham(x))  # no eval_seed: random in eval too
+    ham.eval_seed = 0
     out = ham(x)
     assert torch.equal(out, ham(x))
-    # One dictionary shared by the batch: a sample's output does not depend on its batch.
-    torch.testing.assert_close(ham(x[1:2]), out[1:2])
+    torch.testing.assert_close(ham(x[1:2]), out[1:2])  # one dictionary for the whole batch
     assert not torch.allclose(cls(R=4, eval_seed=1).eval()(x), out)
-    ham.train()
-    assert not torch.allclose(ham(x), ham(x))  # training keeps the random draw
+    assert not torch.allclose(ham.train()(x), ham(x))  # training keeps the random draw
 
 
 @pytest.mark.parametrize("cls", HAMS)
@@ -376,9 +347,6 @@ def test_eval_draws_apply_only_to_a_random_init_in_evaluation(cls):
         cls(eval_draws=0)
 
 
-# ---------------------------------------------------------------------------------------------
-# Mixed precision
-# ---------------------------------------------------------------------------------------------
 def spy_dtypes(ham, monkeypatch):
     seen = []
     compute_coef = ham.compute_coef
@@ -426,29 +394,6 @@ def test_float32_input_is_not_copied(monkeypatch):
     assert ham(x64).dtype == F64  # float64 is kept, never cast down
 
 
-# ---------------------------------------------------------------------------------------------
-# Shapes and folding
-# ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("cls", HAMS)
-@pytest.mark.parametrize(
-    "shape, kwargs",
-    [
-        ((1, 8, 1, 1), {}),
-        ((2, 8, 15, 17), {}),
-        ((1, 12, 5, 3), dict(S=3)),
-        ((2, 8, 5, 7), dict(spatial=False)),
-        ((1, 8, 5, 7), dict(spatial=False, S=2, init="fixed", D=35)),
-        ((1, 6, 3, 1), dict(grad="bptt", S=2)),
-    ],
-)
-def test_output_shape_is_kept(cls, shape, kwargs):
-    ham = cls(R=4, train_steps=2, **kwargs)
-    x = torch.rand(*shape)
-    out = ham(x)
-    assert out.shape == x.shape and torch.isfinite(out).all()
-    assert out.abs().sum() > 0
-
-
 @pytest.mark.parametrize("cls", HAMS)
 def test_channel_folding_decomposes_the_transposed_matrix(cls):
     x = torch.rand(2, 8, 5, 7, dtype=F64)  # S = 2: X is (H*W) x (C/S) = 35 x 4
@@ -468,9 +413,6 @@ def test_groups_are_independent():
     torch.testing.assert_close(out, torch.cat(halves, dim=1))
 
 
-# ---------------------------------------------------------------------------------------------
-# Dictionary initialisation (App. F, Table 8) and argument checks
-# ---------------------------------------------------------------------------------------------
 def test_learned_init_needs_bptt():
     with pytest.raises(ValueError, match="bptt"):
         NMF(R=4, D=8, init="learned")

@@ -6,8 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from hamseg.models.decompositions import CD
-from hamseg.models.ridge_solve import ridge_solve, spd_inverse
+from hamseg.models.decompositions import CD, ridge_solve, spd_inverse
 
 F64 = torch.float64
 

@@ -1,25 +1,7 @@
-"""The released HamNet (VOC, Hamburger "V2", NMF) rebuilt in plain PyTorch, for equivalence tests.
-
-Written from shared/reference/hamburger-facts.md ("What the public release does exactly"), not
-from mmseg or hamseg, so that comparing it with the converted mmseg model tests the conversion
-and the mmseg architecture against an independent description:
-
-- ResNet with a deep stem ``conv1 = Sequential(conv3x3 3->64 s2, BN, ReLU, conv3x3 64->64, BN,
-  ReLU, conv3x3 64->128)``, ``bn1`` (128), ReLU, max-pool, bottleneck ``layer1..4`` (stride on the
-  3x3 conv, downsample = 1x1 conv + BN); output stride 8: layer3 stride 1 with dilation 2 (first
-  block 1), layer4 stride 1 with block dilations 2, 8, 16;
-- head: ``squeeze`` 3x3 conv-BN-ReLU 2048->512, ``hamburger`` (``lower_bread`` 1x1 conv with bias
-  + ReLU, NMF, ``cheese`` 1x1 conv-BN-ReLU, ``upper_bread`` 1x1 conv without bias, ReLU(x +
-  shortcut)), ``align`` 3x3 conv-BN-ReLU 512->256, ``fc = Sequential(Dropout2d(0.1), 1x1 conv)``,
-  bilinear up-sampling to the input with ``align_corners=True``;
-- NMF: X (B*S, D, N); bases U[0, 1) (B*S, D, R) L2-normalised along D; coef = softmax(X^T bases)
-  over R; K times without gradient: coef <- coef * (X^T bases) / (coef bases^T bases + 1e-6), then
-  bases <- bases * (X coef) / (bases coef^T coef + 1e-6); one more coef update with gradient;
-  output bases coef^T.
-
-Module names follow the release's state dict (shared/reference/
-official-hamnet-r101-v2-nmf-state-dict.txt), so the release's weights load with ``strict=True``.
-"""
+"""The released HamNet (VOC, Hamburger "V2", NMF) rebuilt in plain PyTorch from
+shared/reference/hamburger-facts.md ("What the public release does exactly"), not from mmseg or
+hamseg: the converted mmseg model must compute its function. Names follow the release's state
+dict, so its weights load with ``strict=True``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""tools/model_converters/release_checkpoint.py (tools/convert_release_checkpoint.py): released
-HamNet checkpoint -> configs/ham_voc.py (strict).
+"""The released HamNet checkpoint -> configs/ham_voc.py, strictly (hamseg/models/release_weights.py,
+tools/convert_release_checkpoint.py).
 
 The weights are synthetic, made from the released checkpoint's names and shapes
 (tests/tools/data/release_hamnet_r101_v2_nmf_state_dict.txt, a copy of
@@ -16,17 +16,20 @@ import sys
 
 import pytest
 import torch
+from mmengine.config import Config
+from mmengine.registry import init_default_scope
 from mmengine.runner import load_checkpoint
+from mmseg.registry import MODELS
 
-from hamseg.models.release_weights import WeightMappingError
-from tests.conftest import REPO
-from tests.tools.release_reference import ReleaseHamNet, read_listing, synthetic_state_dict
-from tests.helpers import one_thread  # noqa: F401  (one_thread: fixture)
-from tools.model_converters.release_checkpoint import (
-    build_target_model,
-    convert,
+from hamseg.models.release_weights import (
+    RELEASE_HAMNET_RULES,
+    WeightMappingError,
     convert_release_checkpoint,
+    map_state_dict,
 )
+from tests.conftest import REPO
+from tests.helpers import one_thread  # noqa: F401  (one_thread: fixture)
+from tests.tools.release_reference import ReleaseHamNet, read_listing, synthetic_state_dict
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -44,7 +47,16 @@ def release_state():
 @pytest.fixture(scope="module")
 def voc_model():
     """configs/ham_voc.py's segmentor (pretrained init off), eval mode."""
-    return build_target_model(HAM_VOC).eval()
+    cfg = Config.fromfile(HAM_VOC)
+    cfg.model.backbone.init_cfg = None
+    init_default_scope("mmseg")
+    return MODELS.build(cfg.model).eval()
+
+
+def convert(source, model):
+    state = map_state_dict(source, model.state_dict(), RELEASE_HAMNET_RULES)
+    model.load_state_dict(state, strict=True)
+    return state
 
 
 def test_listing_is_the_release_architecture(release_state):
@@ -76,7 +88,7 @@ def test_renamed_key_fails_with_its_name(release_state, voc_model):
         convert(bad, voc_model)
     message = str(err.value)
     assert "align.conv.weights -> decode_head.align.conv.weights" in message
-    assert "no source fills (1):\n  decode_head.align.conv.weight" in message
+    assert "missing: decode_head.align.conv.weight" in message
 
 
 def test_unused_missing_and_misshaped_tensors_are_listed(release_state, voc_model):
@@ -87,28 +99,24 @@ def test_unused_missing_and_misshaped_tensors_are_listed(release_state, voc_mode
     with pytest.raises(WeightMappingError) as err:
         convert(bad, voc_model)
     message = str(err.value)
-    assert "no rule maps (unused) (1):\n  aux.conv.weight" in message
-    assert "no source fills (1):\n  decode_head.conv_seg.bias" in message
-    assert "hamburger.upper_bread.weight (512, 256, 1, 1) -> " in message
+    assert "unused: aux.conv.weight" in message
+    assert "missing: decode_head.conv_seg.bias" in message
+    assert "hamburger.upper_bread.weight (512, 256, 1, 1) -> (512, 512, 1, 1)" in message
 
 
 def test_convert_writes_a_checkpoint_that_loads_strictly(release_state, voc_model, tmp_path):
     src, dst = str(tmp_path / "final.pth"), str(tmp_path / "out" / "hamnet.pth")
     torch.save(dict(net=release_state, step=60000, best_mIoU=0.8), src)
-    assert convert_release_checkpoint(src, dst, HAM_VOC, "configs/ham_voc.py") == 659
+    assert convert_release_checkpoint(src, dst, HAM_VOC) == 659
     saved = torch.load(dst, map_location="cpu", weights_only=True)
     assert set(saved["state_dict"]) == set(voc_model.state_dict())
-    assert saved["meta"] == dict(
-        source="final.pth",
-        converted_by="tools/convert_release_checkpoint.py",
-        config="configs/ham_voc.py",
-    )
+    assert saved["meta"] == dict(source="final.pth", config=HAM_VOC)
     load_checkpoint(voc_model, dst, strict=True)  # mmengine's loader, as tools/test.py uses it
     assert torch.equal(voc_model.decode_head.conv_seg.weight, release_state["fc.1.weight"])
 
     torch.save(release_state, src)  # a bare state dict is not the release's format
     with pytest.raises(WeightMappingError, match=r"\{'net': state_dict"):
-        convert_release_checkpoint(src, dst, HAM_VOC, "configs/ham_voc.py")
+        convert_release_checkpoint(src, dst, HAM_VOC)
 
 
 def test_converted_model_computes_the_release_function(release_state, voc_model):
@@ -137,10 +145,16 @@ def test_converted_model_computes_the_release_function(release_state, voc_model)
         assert (other - expected).abs().max() > 1e-6 * scale
 
 
-def test_cli_missing_release_file_says_what_it_is(tmp_path):
-    missing = str(tmp_path / "final.pth")
-    cmd = [sys.executable, "tools/convert_release_checkpoint.py", missing, str(tmp_path / "o.pth")]
+@pytest.mark.slow
+def test_cli_converts_and_a_missing_file_is_one_line(release_state, tmp_path):
+    src, dst = tmp_path / "final.pth", tmp_path / "o.pth"
+    tool = osp.join(REPO, "tools", "convert_release_checkpoint.py")
+    cmd = [sys.executable, tool, str(src), str(dst)]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 1
-    assert proc.stderr.startswith(f"error: release checkpoint not found: {missing} (the V2 NMF")
-    assert "Traceback" not in proc.stderr and not (tmp_path / "o.pth").exists()
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert str(src) in line and "release checkpoint" in line and not dst.exists()
+    torch.save(dict(net=release_state), src)
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "converted 659 tensors" in proc.stdout and dst.exists()
