@@ -63,7 +63,7 @@ def main() -> None:
     results = segment_images(
         model, paths, args.out_dir, root, args.opacity, args.with_labels, args.save_label
     )
-    hide = args.no_progress or len(paths) < 2
+    hide = True if args.no_progress or len(paths) < 2 else None  # None: a bar on a terminal only
     written = 0
     for path, error in tqdm(results, "infer", len(paths), unit="img", disable=hide):
         if error:  # on its own line above the bar

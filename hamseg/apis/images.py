@@ -63,7 +63,7 @@ def segment_images(
     out_dir: str,
     inputs_root: Optional[str] = None,
     opacity: float = 0.5,
-    with_labels: bool = True,
+    with_labels: bool = False,
     save_label: bool = False,
 ) -> Iterator[tuple[str, Optional[str]]]:
     """Write each image's overlay, drawn by mmseg's ``SegLocalVisualizer`` (class names on their
