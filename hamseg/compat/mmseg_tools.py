@@ -5,8 +5,8 @@ patched (tests/tools/test_mmseg_tool.py has a canary for each):
 
 - analysis_tools/get_flops.py passes ``input_shape`` and ``inputs``, which mmengine 0.10.7
   refuses together ("cannot be both set"): ``inputs`` is used;
-- analysis_tools/browse_dataset.py draws on a non-contiguous image, which OpenCV refuses: it
-  gets a contiguous copy;
+- analysis_tools/browse_dataset.py and misc/browse_dataset.py draw on a non-contiguous image,
+  which OpenCV refuses: they get a contiguous copy;
 - analysis_tools/benchmark.py averages over images 6-200 and prints nan for fewer: the loader
   repeats;
 - analysis_tools/confusion_matrix.py and misc/browse_dataset.py read the class's ``METAINFO``
@@ -88,7 +88,10 @@ def _patches(script: str) -> list:
             mock.patch.object(Runner, "build_dataloader", staticmethod(repeated))
         ],
         "analysis_tools/confusion_matrix.py": [mock.patch.object(DATASETS, "build", own_metainfo)],
-        "misc/browse_dataset.py": [mock.patch.object(DATASETS, "build", own_metainfo)],
+        "misc/browse_dataset.py": [
+            mock.patch.object(DATASETS, "build", own_metainfo),
+            mock.patch.object(SegLocalVisualizer, "add_datasample", contiguous),
+        ],
     }.get(script, [])
 
 
