@@ -34,6 +34,8 @@ from mmseg.visualization import SegLocalVisualizer
 
 from hamseg.utils.errors import UsageError
 
+from .package_lookup import config_file
+
 #: Short names of mmseg's scripts (relative to its tools folder); others run by that path.
 TOOLS = {
     "get_flops": "analysis_tools/get_flops.py",
@@ -115,7 +117,8 @@ def tool_fixes(script: str, argv: list[str]) -> Iterator[None]:
 
 def run_mmseg_tool(name: str, argv: list[str]) -> None:
     """Run mmseg's script ``name`` (a :data:`TOOLS` name, a path under mmseg's tools folder,
-    with or without '.py', or any Python file) as ``python SCRIPT ARGV`` would, with its fixes.
+    with or without '.py', or any Python file) as ``python SCRIPT ARGV`` would, with its fixes
+    and packaged config names (``hamseg::DIR/NAME.py``) in ``argv`` given as their files.
 
     Raises:
         UsageError: No such script.
@@ -128,6 +131,7 @@ def run_mmseg_tool(name: str, argv: list[str]) -> None:
             f"unknown mmseg tool {name!r}: one of {', '.join(TOOLS)}, a script under {root} "
             "(e.g. misc/browse_dataset) or a Python file"
         )
+    argv = [config_file(a) if "::" in a and a.endswith(".py") else a for a in argv]  # hamseg::
     saved = sys.argv, list(sys.path)
     sys.argv, sys.path[:0] = [path, *argv], [osp.dirname(path)]
     try:

@@ -22,6 +22,7 @@ import pytest
 import torch
 from torch import nn
 
+import hamseg
 import hamseg.compat.mmseg_tools as tools
 from hamseg.compat.mmseg_tools import TOOLS, mmseg_tools_dir, run_mmseg_tool, tool_fixes
 from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
@@ -183,15 +184,21 @@ def test_another_mmseg_version_gets_no_fixes(monkeypatch):
 
 def test_a_python_file_runs_as_python_file_args_after_import_hamseg(tmp_path, capsys):
     """mmseg's demo/*.py or a user's script: mmseg.apis imports (on mmcv-lite too), its folder
-    is on sys.path, its arguments reach it; sys.argv and sys.path are restored after."""
+    is on sys.path, its arguments reach it (a packaged config as its file: mmseg's get_flops.py
+    checks that its config exists); sys.argv and sys.path are restored after."""
     (tmp_path / "helper.py").write_text("VALUE = 7\n")
     (tmp_path / "mine.py").write_text(
         "import sys\nfrom mmseg.apis import MMSegInferencer\nimport helper\n"
         "print('ran', __name__, helper.VALUE, sys.argv[1:])\n"
     )
     argv, path = list(sys.argv), list(sys.path)
-    run_mmseg_tool(str(tmp_path / "mine.py"), ["a.png", "--device", "cpu"])
-    assert capsys.readouterr().out == "ran __main__ 7 ['a.png', '--device', 'cpu']\n"
+    name = f"hamseg::demo/{osp.basename(DEMO_NMF)}"  # a packaged name becomes its file
+    run_mmseg_tool(str(tmp_path / "mine.py"), [name, "a.png", "--device", "cpu"])
+    packaged = osp.join(
+        osp.dirname(hamseg.__file__), ".mim", "configs", "demo", osp.basename(DEMO_NMF)
+    )
+    out = f"ran __main__ 7 [{packaged!r}, 'a.png', '--device', 'cpu']\n"
+    assert capsys.readouterr().out == out
     assert sys.argv == argv and sys.path == path
 
 
@@ -363,45 +370,3 @@ def test_misc_browse_dataset_draws_the_config_classes(workspace):
     assert result.returncode == 0, result.stderr[-3000:]  # mmseg alone: "class information ..."
     out = osp.join(workspace, "misc", "vis_data", "vis_image")
     assert sorted(os.listdir(out)) == ["000.jpg_0.png", "001.jpg_0.png"]
-
-
-def test_confusion_matrix_of_a_metainfo_dataset_has_the_config_classes(tmp_path, monkeypatch):
-    """mmseg's confusion_matrix.py in this process on the custom template's BaseSegDataset: the
-    axes are the config's class names, the cells the row-normalised counts."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from PIL import Image
-
-    custom = write_tiny_dataset(str(tmp_path / "custom"), n_train=2, n_val=3)
-    config = tmp_path / "child.py"
-    config.write_text(
-        f"_base_ = [{CUSTOM!r}]\ntest_dataloader = dict(dataset=dict(data_root={custom!r}))\n"
-    )
-    ann, preds = osp.join(custom, "ann_dir", "val"), tmp_path / "preds"
-    preds.mkdir()
-    counts = np.zeros((3, 3), np.int64)
-    for name in sorted(os.listdir(ann)):
-        label = np.array(Image.open(osp.join(ann, name)))
-        pred = label.copy()
-        pred[:, :6] = 2  # the left 6 columns predicted "dog"
-        Image.fromarray(pred).save(preds / name)
-        np.add.at(counts, (label.ravel(), pred.ravel()), 1)
-    seen = {}
-    savefig = plt.savefig
-
-    def record(*args, **kwargs):
-        ax = plt.gcf().axes[0]
-        seen["x"] = [t.get_text() for t in ax.get_xticklabels()]
-        seen["cells"] = [t.get_text() for t in ax.texts]
-        return savefig(*args, **kwargs)
-
-    monkeypatch.setattr(plt, "savefig", record)
-    try:
-        run_mmseg_tool("confusion_matrix", [str(config), str(preds), str(tmp_path / "cm")])
-    finally:
-        plt.close("all")
-    assert seen["x"] == ["background", "cat", "dog"]
-    percent = counts / counts.sum(axis=1, keepdims=True) * 100
-    assert seen["cells"] == [f"{round(p, 2)}%" for p in percent.ravel()]
