@@ -1,6 +1,7 @@
 """Segment images with a trained checkpoint; write mmseg's colour overlays (PNG).
 
-    python tools/infer.py IMAGES|FOLDERS|LIST.txt --checkpoint CKPT [--config CFG] [--out-dir D]
+    python tools/infer.py IMAGES|FOLDERS --checkpoint CKPT [--config CFG] [--out-dir D]
+    python tools/infer.py $(cat list.txt) --checkpoint CKPT         # a list of images
     python tools/infer.py IMAGES --config CFG --backend onnxruntime --model model.onnx
 
 Writes <name>_overlay.png per input (--save-label: <name>_label.png, the class indices). Exit 0:
@@ -22,7 +23,7 @@ from hamseg.cli import CLIError, run_cli
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("inputs", nargs="+", help="image files, folders or .txt lists of paths")
+    p.add_argument("inputs", nargs="+", help="image files or folders (recursive)")
     p.add_argument("--checkpoint", help="trained weights (optional with --backend onnxruntime)")
     p.add_argument("--config", help="config (default: the checkpoint's own)")
     p.add_argument("--out-dir", default="work_dirs/infer", help="where the PNGs go")
@@ -50,11 +51,9 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    paths, skipped = gather_inputs(args.inputs)
-    if not paths and not skipped:
+    paths = gather_inputs(args.inputs)
+    if not paths:
         raise CLIError("no images found in the inputs")
-    for _, message in skipped:
-        print(f"error: {message}; skipped", file=sys.stderr)
     model = init_model(args.config, args.checkpoint, args.device)  # no checkpoint: no weights
     if args.backend == "onnxruntime":
         names = ("checkpoint", args.checkpoint) if args.checkpoint else ("config", args.config)
@@ -64,16 +63,14 @@ def main() -> None:
         model, paths, args.out_dir, root, args.opacity, args.with_labels, args.save_label
     )
     hide = True if args.no_progress or len(paths) < 2 else None  # None: a bar on a terminal only
-    written = 0
-    for path, error in tqdm(results, "infer", len(paths), unit="img", disable=hide):
+    skipped = 0
+    for _, error in tqdm(results, "infer", len(paths), unit="img", disable=hide):
         if error:  # on its own line above the bar
             tqdm.write(f"error: {error}; skipped", file=sys.stderr)
-            skipped.append((path, error))
-        written += not error
-    print(f"wrote {written} overlay(s) to {args.out_dir}")
+        skipped += bool(error)
+    print(f"wrote {len(paths) - skipped} overlay(s) to {args.out_dir}")
     if skipped:
-        total = written + len(skipped)
-        print(f"error: {len(skipped)} of {total} inputs skipped", file=sys.stderr)
+        print(f"error: {skipped} of {len(paths)} inputs skipped", file=sys.stderr)
         sys.exit(1)
 
 

@@ -87,24 +87,26 @@ def run_demo(
     prepare: Optional[Callable[[Config], bool]] = None,
 ) -> dict[str, Any]:
     """Train and validate :func:`head_config` (Context Shapes in ``data_root``, default
-    data/context_shapes) with a checkpoint every 100 iterations (the last two kept) and at the
-    end; ``prepare(cfg)`` runs before the Runner is built (False: the run is complete, its saved
-    result is returned). The result (mIoU, aAcc, mAcc, params, head_params, total_time_s,
-    checkpoint, ...) is also written to ``<work_dir>/demo_result.json``."""
+    data/context_shapes), a checkpoint every 100 iterations (the last two kept) and at the end.
+    ``prepare(cfg)`` runs before the Runner (False: the run is complete, its result is read).
+    The result (mIoU, params, head_params, total_time_s, checkpoint, ...) is also written to
+    ``<work_dir>/demo_result.json``."""
     if not data_config:
         data_root = data_root or "data/context_shapes"
         ensure_data(data_root)
     cfg = head_config(config, data_config, data_root)
     if max_iters is not None:
         set_schedule_length(cfg, max_iters)
-    end = cfg.train_cfg.max_iters
-    cfg.default_hooks.checkpoint.update(interval=min(100, end), max_keep_ckpts=2)
+    cfg.default_hooks.checkpoint.update(
+        interval=min(100, cfg.train_cfg.max_iters), max_keep_ckpts=2
+    )
     if not draw:
         cfg.default_hooks.visualization.draw = False
     cfg.merge_from_dict(dict(cfg_options or {}, launcher="none"))
     if seed is not None:
         cfg.randomness = dict(seed=seed)
-    cfg.work_dir = work_dir or osp.join("work_dirs", "demo", osp.basename(config)[:-3])
+    name = osp.splitext(osp.basename(config))[0]
+    cfg.work_dir = work_dir or osp.join("work_dirs", "demo", name)
     if data_config:
         check_dataset_paths(cfg)
     saved = osp.join(cfg.work_dir, "demo_result.json")
@@ -113,23 +115,20 @@ def run_demo(
             return json.load(f)
     runner, start = Runner.from_cfg(cfg), time.perf_counter()
     runner.train()
-    params = lambda m: int(sum(p.numel() for p in m.parameters()))  # noqa: E731
+    end = cfg.train_cfg.max_iters
     result = dict(
-        name=cfg.get("demo_name", osp.basename(config)[:-3]),
+        name=cfg.get("demo_name", name),
         config=config,
         seed=cfg.get("randomness", {}).get("seed"),
-        max_iters=cfg.train_cfg.max_iters,
-        **{
-            k: runner.message_hub.get_scalar(f"val/{k}").current() for k in ("mIoU", "aAcc", "mAcc")
-        },
-        params=params(runner.model),
-        head_params=params(runner.model.decode_head),
+        max_iters=end,
+        mIoU=float(runner.message_hub.get_scalar("val/mIoU").current()),
+        params=sum(p.numel() for p in runner.model.parameters()),
+        head_params=sum(p.numel() for p in runner.model.decode_head.parameters()),
         total_time_s=round(time.perf_counter() - start, 2),
-        work_dir=cfg.work_dir,
-        checkpoint=osp.join(cfg.work_dir, f"iter_{cfg.train_cfg.max_iters}.pth"),
+        checkpoint=osp.join(cfg.work_dir, f"iter_{end}.pth"),
     )
     with open(saved, "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=2, default=float)
+        json.dump(result, f, indent=2)
     return result
 
 

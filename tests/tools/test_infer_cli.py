@@ -1,6 +1,6 @@
-"""tools/infer.py and hamseg.apis.images: files, folders and .txt lists in, overlays and label maps
-out; a bad input is named in one line (on its own line, also under the progress bar) and
-skipped; a checkpoint that does not fit, or none, stops with one line and exit code 2."""
+"""tools/infer.py and hamseg.apis.images: files and folders in, overlays and label maps out; a
+bad input is named in one line (on its own line, also under the progress bar) and skipped; a
+checkpoint that does not fit, or none, stops with one line and exit code 2."""
 
 from __future__ import annotations
 
@@ -57,41 +57,22 @@ def inputs(tmp_path_factory) -> dict[str, str]:
     return dict(root=str(root), folder=str(folder), other=str(other), bad=str(bad))
 
 
-def test_gather_inputs_expands_folders_and_lists_and_sets_aside_what_is_not_listed_right(
-    inputs, tmp_path
-):
-    folder, other = inputs["folder"], inputs["other"]
-    paths, skipped = gather_inputs([folder])
+def test_gather_inputs_expands_folders_and_takes_each_image_once(inputs, tmp_path):
+    folder = inputs["folder"]
     names = ["gray.png", "odd_rgb.png", "photo.jpg", "sub/deep.png", "sub/rgba.png"]
-    assert paths == [osp.join(folder, n) for n in names] and skipped == []  # recursive, sorted
-    good = tmp_path / "list.txt"
-    good.write_text(f"# mine\n{folder}/gray.png\n\n../missing.png\n{other}/listed.png\n")
-    prose = tmp_path / "notes.txt"
-    prose.write_text("Meeting notes\nThe model looks fine on the new photos.\n")
-    binary = tmp_path / "blob.txt"
-    binary.write_bytes(b"\xff\xfe\x00\x81 binary")
-    empty = tmp_path / "empty.txt"
-    empty.write_text("# nothing\n\n")
-    twice = [f"{folder}/gray.png", str(good), str(prose), str(binary), str(empty), folder]
-    paths, skipped = gather_inputs(twice)
-    assert paths[:2] == [f"{folder}/gray.png", f"{other}/listed.png"]  # first mention, once
-    assert len(paths) == 6 == len({osp.realpath(p) for p in paths})
-    assert [path for path, _ in skipped] == [
-        osp.join(tmp_path, "../missing.png"),
-        str(prose),
-        str(binary),
-        str(empty),
+    assert gather_inputs([folder]) == [osp.join(folder, n) for n in names]  # recursive, sorted
+    twice = [f"{folder}/photo.jpg", folder, f"{folder}/sub/../photo.jpg"]
+    assert gather_inputs(twice) == [twice[0]] + [
+        osp.join(folder, n) for n in names if n != "photo.jpg"
     ]
-    assert "missing.png" in skipped[0][1] and str(good) in skipped[0][1]
-    assert all(str(path) in why and "\n" not in why for path, why in skipped[1:])
     with pytest.raises(FileNotFoundError, match="nope.png"):
-        gather_inputs([str(tmp_path / "nope.png")])
+        gather_inputs([folder, str(tmp_path / "nope.png")])
 
 
 def test_segment_images_writes_mmsegs_overlay_and_the_label_map(ckpt, inputs, tmp_path):
     model = init_model(None, ckpt, "cpu")
     folder, out = inputs["folder"], str(tmp_path / "out")
-    paths, _ = gather_inputs([folder])
+    paths = gather_inputs([folder])
     done = list(segment_images(model, paths, out, folder, opacity=1.0, save_label=True))
     assert done == [(p, None) for p in paths]
     names = ["gray", "odd_rgb", "photo", "sub__deep", "sub__rgba"]
@@ -121,21 +102,19 @@ def infer(args: list[str], monkeypatch, capsys) -> tuple[int, str, str]:
 def test_bad_inputs_are_named_and_skipped_and_the_rest_written(
     ckpt, inputs, tmp_path, capsys, monkeypatch
 ):
-    """``infer.py bad/* folder list.txt``: a truncated JPEG, a text .png and a list naming a
-    good image, a missing one and a truncated PNG: one line each, the rest written, exit 1."""
-    listed = tmp_path / "list.txt"
-    listed.write_text(f"{inputs['other']}/listed.png\nmissing.png\n{inputs['other']}/cut.png\n")
+    """``infer.py bad/* other``: a truncated JPEG, a text file named .png and a truncated PNG are
+    named in one line each and skipped, the listed image is written, exit code 1."""
     bad = [osp.join(inputs["bad"], n) for n in sorted(os.listdir(inputs["bad"]))]
     out = tmp_path / "out"
-    args = [*bad, str(listed), "--checkpoint", ckpt, "--out-dir", str(out)]
+    args = [*bad, inputs["other"], "--checkpoint", ckpt, "--out-dir", str(out)]
     code, stdout, stderr = infer(args, monkeypatch, capsys)
     assert code == 1 and "Traceback" not in stderr, stderr[-2000:]
     lines = stderr.strip().splitlines()
-    assert len(lines) == 5 and all(line.startswith("error: ") for line in lines), lines
-    assert all(line.endswith("; skipped") for line in lines[:4])
-    for name in ("missing.png", "broken.jpg", "notes.png", "cut.png"):
-        assert sum(name in line for line in lines[:4]) == 1, name
-    assert lines[4] == "error: 4 of 5 inputs skipped"
+    assert len(lines) == 4 and all(line.startswith("error: image file ") for line in lines[:3])
+    assert all(line.endswith("; skipped") for line in lines[:3])
+    for name in ("broken.jpg", "notes.png", "cut.png"):
+        assert sum(name in line for line in lines[:3]) == 1, name
+    assert lines[3] == "error: 3 of 4 inputs skipped"
     assert os.listdir(out) == ["listed_overlay.png"] and "wrote 1 overlay(s)" in stdout
     assert "infer:" not in stderr  # no progress bar without a terminal
 
