@@ -202,7 +202,8 @@ def test_a_python_file_runs_as_python_file_args_after_import_hamseg(tmp_path, ca
     assert sys.argv == argv and sys.path == path
 
 
-def test_names_paths_and_unknown_tools(capsys):
+def test_names_paths_and_unknown_tools(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # print_config.py writes example.py here
     run_mmseg_tool("print_config", [f"hamseg::demo/{osp.basename(DEMO_NMF)}"])
     assert "type='HamHead'" in capsys.readouterr().out  # a packaged config name, as pip users
     for bad in ("nope", "misc", "misc/nope.py"):
