@@ -44,26 +44,16 @@ def head_config(
     config: str, data_config: Optional[str] = None, data_root: Optional[str] = None
 ) -> Config:
     """The head ``config`` on ``data_config``'s loaders, evaluators, data preprocessor, class
-    count and ``custom_imports`` (after the head's), every loader at ``data_root``; both configs
-    files or packaged names (a missing one: ``FileNotFoundError`` naming its flag)."""
-    paths = {}
-    for flag, path in (("--config", config), ("--data-config", data_config)):
-        try:
-            paths[flag] = path and config_file(path)
-        except FileNotFoundError as err:
-            raise FileNotFoundError(
-                f"{flag} {path}: {err if '::' in path else 'no such config file'}"
-            ) from None
-    cfg = Config.fromfile(paths["--config"])
+    count and ``custom_imports`` (after the head's), every loader at ``data_root``; configs are
+    files or packaged names (``FileNotFoundError`` naming a missing one)."""
+    cfg = Config.fromfile(config_file(config))
+    data = Config.fromfile(config_file(data_config)) if data_config else Config()
+    for key in (k for k in (*LOADERS, "val_evaluator", "test_evaluator") if k in data):
+        cfg[key] = data[key]
     if data_config:
-        data = Config.fromfile(paths["--data-config"])
-        for key in (k for k in (*LOADERS, "val_evaluator", "test_evaluator") if k in data):
-            cfg[key] = data[key]
-        model = data.get("model", {})
-        num = model.get("decode_head", {}).get("num_classes")
-        cfg.model.decode_head.num_classes = num or len(
-            dataset_classes(data.train_dataloader.dataset)
-        )
+        head, model = cfg.model.decode_head, data.get("model", {})
+        classes = dataset_classes(data.train_dataloader.dataset)
+        head.num_classes = model.get("decode_head", {}).get("num_classes") or len(classes)
         cfg.model.data_preprocessor = model.get("data_preprocessor", cfg.model.data_preprocessor)
         imports = [m for c in (cfg, data) for m in c.get("custom_imports", {}).get("imports", [])]
         if imports:  # e.g. the module that registers the data config's dataset class

@@ -73,7 +73,7 @@ def test_head_config_takes_the_data_configs_data_and_imports_after_its_own(tmp_p
         "/somewhere"
     }
     assert head_config(DEMO_NMF).custom_imports.imports == ["hamseg"]
-    with pytest.raises(FileNotFoundError, match="--data-config nope.py"):
+    with pytest.raises(FileNotFoundError, match="nope.py"):
         head_config(DEMO_NMF, "nope.py")
 
 

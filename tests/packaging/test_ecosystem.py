@@ -86,8 +86,7 @@ def test_wheel_with_mmengine_hub_mim_and_apis(tmp_path):
     flops = run(flops, cwd=cwd, env=env)
     assert "hamseg/.mim/tools/analysis_tools/get_flops.py" in flops.stdout  # mmseg's place
     assert "Input shape: (33, 41)" in flops.stdout and "Flops:" in flops.stdout
-    demo = [mim, "run", "hamseg", "run_demo", "--max-iters", "2", "--data-size", "64"]
-    demo += ["--num-train", "4", "--num-val", "2", "--no-vis", "--work-dir", "demo"]
+    demo = [mim, "run", "hamseg", "run_demo", "--max-iters", "2", "--no-vis", "--work-dir", "demo"]
     out = run(demo, cwd=cwd, env=env).stdout  # issue 40: from the wheel (mim adds a last line)
     assert "\nHamHead-NMF demo: val mIoU = " in out, out[-1000:]
     tool = [mim, "run", "hamseg", "mmseg_tool", "print_config", f"hamseg::{CONFIG}"]
