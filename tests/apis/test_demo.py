@@ -21,11 +21,9 @@ from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context
 from tests.conftest import REPO
 from tests.helpers import DEMO_NMF
 
-ONE_PROCESS = ["default_hooks.logger.interval=1"] + [
-    f"{split}_dataloader.{option}"
-    for split in ("train", "val")
-    for option in ("num_workers=0", "persistent_workers=False")
-]
+ONE_PROCESS = ["default_hooks.logger.interval=1"]
+ONE_PROCESS += [f"{s}_dataloader.num_workers=0" for s in ("train", "val")]
+ONE_PROCESS += [f"{s}_dataloader.persistent_workers=False" for s in ("train", "val")]
 LAST = re.compile(r"^(\S+) demo: val mIoU = (\d+\.\d)$")
 
 
@@ -52,7 +50,7 @@ def test_set_schedule_length_rescales_the_schedulers():
     set_schedule_length(cfg, 30)
     assert cfg.train_cfg.max_iters == cfg.train_cfg.val_interval == 30
     assert cfg.default_hooks.checkpoint.interval == 30
-    warm, poly = cfg.param_scheduler
+    warm, poly = cfg.param_scheduler  # a warm-up of a tenth of the run
     assert (warm["end"], poly["begin"], poly["end"]) == (3, 3, 30)
     cfg = Config.fromfile(DEMO_NMF)
     set_schedule_length(cfg, old)
@@ -69,9 +67,8 @@ def test_head_config_takes_the_data_configs_data_and_imports_after_its_own(tmp_p
     assert cfg.custom_imports == dict(imports=["hamseg", "colorsys"], allow_failed_imports=False)
     assert cfg.model.decode_head.num_classes == 3  # the template's background, cat, dog
     assert cfg.train_dataloader.dataset.type == "BaseSegDataset"  # replaced, not merged
-    assert {cfg[f"{s}_dataloader"].dataset.data_root for s in ("train", "val", "test")} == {
-        "/somewhere"
-    }
+    roots = {cfg[f"{s}_dataloader"].dataset.data_root for s in ("train", "val", "test")}
+    assert roots == {"/somewhere"}
     assert head_config(DEMO_NMF).custom_imports.imports == ["hamseg"]
     with pytest.raises(FileNotFoundError, match="nope.py"):
         head_config(DEMO_NMF, "nope.py")

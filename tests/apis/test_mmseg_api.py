@@ -8,7 +8,6 @@ import os
 import os.path as osp
 import subprocess
 import sys
-import warnings
 
 import cv2
 import numpy as np
@@ -45,7 +44,15 @@ def images() -> list[np.ndarray]:
     return [rng.integers(0, 255, (h, w, 3), dtype=np.uint8) for h, w in ((37, 45), (29, 51))]
 
 
-def test_init_model_takes_config_and_classes_from_the_checkpoint(ckpts):
+def test_hamseg_apis_is_mmseg_apis_and_init_model_reads_config_and_classes_from_a_checkpoint(
+    ckpts,
+):
+    import mmseg.apis
+
+    import hamseg.apis
+
+    assert set(mmseg.apis.__all__) <= set(hamseg.apis.__all__)
+    assert hamseg.apis.MMSegInferencer is HamSegInferencer
     model = init_model(None, ckpts["own"], device="cpu")
     assert not model.training and model.cfg.model.decode_head.type == "HamHead"
     assert model.dataset_meta == dict(classes=OWN_CLASSES, palette=OWN_PALETTE)
@@ -53,19 +60,10 @@ def test_init_model_takes_config_and_classes_from_the_checkpoint(ckpts):
     assert three.dataset_meta["classes"] == ["class 0", "class 1", "class 2"]  # its meta's
 
 
-def test_init_model_is_strict_where_mmsegs_is_not(ckpts):
-    from mmseg.apis import init_model as mmseg_init_model
-
-    with pytest.raises(CheckpointMismatchError) as err:
+def test_init_model_is_strict_and_takes_options_packaged_names_and_no_weights(ckpts):
+    with pytest.raises(CheckpointMismatchError) as err:  # mmseg's: a random 7-class classifier
         init_model(DEMO_NMF, ckpts["three"], device="cpu")
     assert "decode_head.conv_seg.weight" in str(err.value) and "has 3 classes" in str(err.value)
-    with warnings.catch_warnings():  # mmseg's own: a warning, then a random 7-class classifier
-        warnings.simplefilter("ignore")
-        model = mmseg_init_model(DEMO_NMF, ckpts["three"], device="cpu")
-    assert model.decode_head.conv_seg.out_channels == 7
-
-
-def test_init_model_takes_options_packaged_names_and_no_weights(ckpts):
     options = dict(model=dict(decode_head=dict(num_classes=3)))
     model = init_model(PACKAGED, ckpts["three"], "cpu", options)
     assert model.decode_head.conv_seg.out_channels == 3
@@ -158,13 +156,3 @@ def test_label_maps_equal_tools_test_out_on_the_demo_config(tmp_path):
         ours = predict_label(model, image[:, :, ::-1])
         written = cv2.imread(osp.join(out, name), cv2.IMREAD_UNCHANGED)
         assert written.shape == ours.shape == (47, 47) and (written == ours).all(), name
-
-
-def test_hamseg_apis_has_the_entry_points_of_mmseg_apis():
-    import mmseg.apis
-
-    import hamseg.apis
-
-    assert set(mmseg.apis.__all__) <= set(hamseg.apis.__all__)
-    assert hamseg.apis.MMSegInferencer is HamSegInferencer
-    assert hamseg.apis.inference_model is mmseg.apis.inference_model

@@ -1,11 +1,6 @@
-"""The wheel in an OpenMMLab user's hands, away from the repository (issue 27): mmengine's hub,
-``list_models``, ``mim train/test/run hamseg`` (mmseg's tool names too, issue 40) and the
-``hamseg.apis`` imports.
-
-The wheel goes into a fresh venv (``python -m venv``) whose only other packages are the shared
-environment's (a ``.pth`` file names its site-packages; its own ``.pth`` hooks, such as an editable
-hamseg, stay off) and openmim 0.3.9 from PyPI.
-"""
+"""docs/ecosystem.md with the wheel in a fresh venv (the shared packages through a path file,
+openmim 0.3.9 from PyPI), away from the repository: mmengine's hub, ``list_models``, ``mim
+train/test/run hamseg`` (mmseg's tool names too), the startup line."""
 
 from __future__ import annotations
 
@@ -48,18 +43,7 @@ def test_wheel_with_mmengine_hub_mim_and_apis(tmp_path):
     (own / "shared.pth").write_text("\n".join(shared) + "\n")
     python, mim = str(venv / "bin" / "python"), str(venv / "bin" / "mim")
     # --ignore-installed: the shared site-packages' editable hamseg must not count as installed
-    run(
-        [
-            python,
-            "-m",
-            "pip",
-            "install",
-            "--no-deps",
-            "--no-compile",
-            "--ignore-installed",
-            str(wheel),
-        ]
-    )
+    run([python, "-m", "pip", "install", "--no-deps", "--ignore-installed", str(wheel)])
     pip_mim = [python, "-m", "pip", "install", "-q", "openmim==0.3.9"]
     if subprocess.run(pip_mim, capture_output=True, timeout=600).returncode:
         pytest.skip("openmim 0.3.9 does not install here (no PyPI)")

@@ -1,5 +1,6 @@
 """setup.py and the model index: one version, dependencies complete for ``import hamseg``, an
-editable install that a folder named hamseg cannot shadow, a model index whose names resolve."""
+editable install that a folder named hamseg cannot shadow, a model index whose names resolve.
+(The wheel's metadata: tests/packaging/test_wheel.py.)"""
 
 from __future__ import annotations
 
@@ -58,10 +59,10 @@ def test_the_version_is_written_once(setup_kwargs):
     files = [
         "setup.py",
         "pyproject.toml",
-        *glob.glob(osp.join(REPO, "hamseg", "**", "*.py"), recursive=True),
+        *glob.glob("hamseg/**/*.py", root_dir=REPO, recursive=True),
     ]
     written = [f for f in files if f'"{__version__}"' in open(osp.join(REPO, f)).read()]
-    assert [osp.relpath(osp.join(REPO, f), REPO) for f in written] == ["hamseg/version.py"]
+    assert written == ["hamseg/version.py"]
 
 
 def test_mmcv_is_an_extra_and_requirements_txt_pins_a_superset(setup_kwargs):
@@ -96,20 +97,15 @@ def test_install_requires_cover_what_import_hamseg_imports(setup_kwargs):
         "tops = {m.split('.')[0] for m in sys.modules};"
         "print(json.dumps(sorted({d for t in tops for d in dists.get(t, [])})))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     imported = {canonical(d) for d in json.loads(result.stdout.splitlines()[-1])}
     brought = _closure(setup_kwargs["install_requires"] + setup_kwargs["extras_require"]["lite"])
     missing = imported - brought - {"hamseg", "setuptools"}  # setuptools: its _distutils_hack .pth
     assert not missing, f"import hamseg needs {sorted(missing)}: add them to install_requires"
     assert "ftfy" not in _closure([r for r in setup_kwargs["install_requires"] if "ftfy" not in r])
-
-
-def test_metadata_names_a_home_page_urls_python_versions_and_a_licence(setup_kwargs):
-    assert setup_kwargs["url"].startswith("https://") and setup_kwargs["project_urls"]
-    minimum = setup_kwargs["python_requires"].removeprefix(">=")
-    assert f"Programming Language :: Python :: {minimum}" in setup_kwargs["classifiers"]
-    assert setup_kwargs["license"] == "Apache-2.0" and osp.isfile(osp.join(REPO, "LICENSE"))
 
 
 # ---- issue 47, point 7: a folder named hamseg in the working directory ------------------------
@@ -140,9 +136,8 @@ def readme_snippet_beside_a_clone(python: str, checkout: str, folder) -> str:
     cv2.imwrite(str(folder / "image.png"), np.full((33, 41, 3), 128, np.uint8))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"OMP_NUM_THREADS": "1"}
     code = snippet + "\nimport hamseg\nprint(*result.pred_sem_seg.shape)\nprint(hamseg.__file__)\n"
-    result = subprocess.run(
-        [python, "-c", code], cwd=folder, env=env, capture_output=True, text=True
-    )
+    cmd = [python, "-c", code]
+    result = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     *_, shape, found = result.stdout.strip().splitlines()
     assert shape == "33 41"  # the image's label map
@@ -166,7 +161,9 @@ def test_the_readme_install_line_gives_an_install_no_folder_can_shadow(tmp_path)
     venv, checkout = tmp_path / "venv", tmp_path / "checkout"
     skip = shutil.ignore_patterns("*.egg-info", "__pycache__", "build", "work_dirs", "data", ".git")
     shutil.copytree(REPO, checkout, symlinks=True, ignore=skip)
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=600
+    )
     (site,) = glob.glob(str(venv / "lib" / "python*" / "site-packages"))
     shared = [p for p in sys.path if p.endswith("site-packages") and osp.isdir(p)]
     with open(osp.join(site, "shared.pth"), "w") as f:

@@ -1,15 +1,11 @@
-"""A built hamseg, installed without the repository, serves its configs (``hamseg::`` works)
-and carries the library, the configs, the model index and the scripts, not the lab's code.
-
-Offline, as ``python -m build`` would: the sdist from setuptools' PEP 517 hook, then the wheel
-from that sdist with ``pip wheel --no-build-isolation``, installed with ``pip install --target``
-into a fresh folder that is then the only hamseg on the path.
-"""
+"""The sdist and the wheel (built offline as ``python -m build`` would) carry the library, the
+configs, the model index and the scripts, not the lab's code; installed alone, away from the
+repository, the wheel serves ``hamseg::`` configs."""
 
 from __future__ import annotations
 
+import glob
 import os
-import os.path as osp
 import shutil
 import subprocess
 import sys
@@ -44,23 +40,10 @@ def run(args: list[str], **kwargs) -> subprocess.CompletedProcess:
     return result
 
 
-def repo_configs() -> set[str]:
-    out = set()
-    for root, dirs, files in os.walk(osp.join(REPO, "configs")):
-        dirs[:] = [d for d in dirs if d != "__pycache__"]
-        rel = osp.relpath(root, REPO).replace(osp.sep, "/")
-        out |= {f"{rel}/{f}" for f in files if f.endswith(SUFFIXES)}
-    return out
-
-
-def package_modules() -> set[str]:
-    """The checkout's ``hamseg/**/*.py`` (not the configs and tools of ``hamseg/.mim``)."""
-    out = set()
-    for root, dirs, files in os.walk(osp.join(REPO, "hamseg")):
-        dirs[:] = [d for d in dirs if d not in ("__pycache__", ".mim")]
-        rel = osp.relpath(root, REPO).replace(osp.sep, "/")
-        out |= {f"{rel}/{f}" for f in files if f.endswith(".py")}
-    return out
+def repo_files(folder: str, suffixes: tuple[str, ...]) -> set[str]:
+    """The checkout's ``folder/**/*SUFFIX`` files (not the links of ``hamseg/.mim``)."""
+    found = glob.glob(f"{folder}/**/*", root_dir=REPO, recursive=True)
+    return {f for f in found if f.endswith(suffixes) and "__pycache__" not in f}
 
 
 def build(tmp_path) -> tuple:
@@ -87,21 +70,23 @@ def test_the_wheel_carries_the_library_configs_and_scripts_and_serves_them_alone
     run([*pip, "install", "--no-deps", "--no-compile", "--target", str(target), str(wheel)])
     with tarfile.open(sdist) as tar:  # the sdist: the sources of truth, no projects/
         members = {m.name.split("/", 1)[1] for m in tar.getmembers() if "/" in m.name}
-    assert repo_configs() | {"LICENSE", "model-index.yml", "setup.py"} <= members
+    assert repo_files("configs", SUFFIXES) | {"LICENSE", "model-index.yml", "setup.py"} <= members
     assert not any(m.startswith(("hamseg/.mim", "projects/")) for m in members)
     with zipfile.ZipFile(wheel) as whl:
         listed = set(whl.namelist())
         metadata = whl.read(f"hamseg-{hamseg.__version__}.dist-info/METADATA").decode()
     for field in ("Home-page: https://", "Project-URL: Paper, https://", "Classifier: Topic"):
         assert field in metadata, field
-    packaged = {"hamseg/.mim/" + c for c in repo_configs()} | {"hamseg/.mim/model-index.yml"}
+    packaged = {"hamseg/.mim/" + c for c in repo_files("configs", SUFFIXES)} | {
+        "hamseg/.mim/model-index.yml"
+    }
     scripts = ("train.py", "infer.py", "run_demo.py", "analysis_tools/get_flops.py")
     assert packaged | {f"hamseg/.mim/tools/{s}" for s in scripts} <= listed
     assert not any(n.startswith(("hamseg/.mim/tools/lab/", "projects/")) for n in listed)
     library = {n.split("/")[0] for n in listed if not n.startswith("hamseg-")}
     assert library == {"hamseg"}, library  # no top-level tools or projects package
     modules = {n for n in listed if n.endswith(".py") and not n.startswith("hamseg/.mim/")}
-    assert modules == package_modules(), modules ^ package_modules()
+    assert modules == repo_files("hamseg", (".py",)), modules ^ repo_files("hamseg", (".py",))
     assert f"hamseg-{hamseg.__version__}.dist-info/licenses/LICENSE" in listed
     mim = target / "hamseg" / ".mim" / "configs"
     assert mim.is_dir() and not mim.is_symlink()
