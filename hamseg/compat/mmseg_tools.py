@@ -79,22 +79,16 @@ def _patches(script: str) -> list:
         dataset.METAINFO = dataset.metainfo  # hides the class attribute the scripts read
         return dataset
 
-    return {
-        "analysis_tools/get_flops.py": [
-            mock.patch.object(mmengine.analysis, "get_model_complexity_info", flops)
-        ],
-        "analysis_tools/browse_dataset.py": [
-            mock.patch.object(SegLocalVisualizer, "add_datasample", contiguous)
-        ],
-        "analysis_tools/benchmark.py": [
-            mock.patch.object(Runner, "build_dataloader", staticmethod(repeated))
-        ],
-        "analysis_tools/confusion_matrix.py": [mock.patch.object(DATASETS, "build", own_metainfo)],
-        "misc/browse_dataset.py": [
-            mock.patch.object(DATASETS, "build", own_metainfo),
-            mock.patch.object(SegLocalVisualizer, "add_datasample", contiguous),
-        ],
-    }.get(script, [])
+    drawing = (SegLocalVisualizer, "add_datasample", contiguous)
+    metainfo = (DATASETS, "build", own_metainfo)
+    fixes = {
+        "analysis_tools/get_flops.py": [(mmengine.analysis, "get_model_complexity_info", flops)],
+        "analysis_tools/browse_dataset.py": [drawing],
+        "analysis_tools/benchmark.py": [(Runner, "build_dataloader", staticmethod(repeated))],
+        "analysis_tools/confusion_matrix.py": [metainfo],
+        "misc/browse_dataset.py": [metainfo, drawing],
+    }
+    return [mock.patch.object(*fix) for fix in fixes.get(script, [])]
 
 
 @contextlib.contextmanager
