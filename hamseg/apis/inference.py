@@ -68,7 +68,9 @@ def config_dataset_meta(cfg: Config) -> Optional[dict]:
         colours = dict(zip(base.get("classes") or [], base.get("palette") or []))
         palette = own.get("palette") or [colours.get(c) for c in classes]
         if classes:
-            return dict(classes=classes, palette=None if None in palette else palette)
+            return dict(
+                classes=classes, palette=None if None in palette else [list(c) for c in palette]
+            )
     return None
 
 

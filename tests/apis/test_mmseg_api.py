@@ -77,7 +77,7 @@ def test_config_dataset_meta_takes_the_metainfo_and_a_subsets_colours():
     cfg = Config.fromfile(DEMO_NMF)
     cfg.test_dataloader.dataset.metainfo = dict(classes=[CLASSES[2], CLASSES[0]])
     assert config_dataset_meta(cfg) == dict(
-        classes=[CLASSES[2], CLASSES[0]], palette=[PALETTE[2], PALETTE[0]]
+        classes=[CLASSES[2], CLASSES[0]], palette=[list(PALETTE[2]), list(PALETTE[0])]
     )
     cfg.test_dataloader.dataset.metainfo = dict(classes=["road", "sky"])
     assert config_dataset_meta(cfg) == dict(classes=["road", "sky"], palette=None)
