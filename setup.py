@@ -5,9 +5,15 @@ From a wheel or sdist: ``pip install 'hamseg[lite]'`` (mmcv-lite) or ``pip insta
 a compiled mmcv 2.0/2.1.
 
 Like mmseg, the package carries its configs and tools: the build copies the top-level
-``configs/``, ``tools/`` and ``model-index.yml`` (the source of truth) into ``hamseg/.mim/``, which
-makes ``hamseg::demo/...`` config names and ``mim train/test/run hamseg`` work without a checkout.
-In a checkout (and so in an editable install) ``hamseg/.mim/`` holds links to the same files.
+``configs/``, ``tools/`` (its scripts, not the lab's code) and ``model-index.yml`` (the source of
+truth) into ``hamseg/.mim/``, which makes ``hamseg::demo/...`` config names and ``mim
+train/test/run hamseg`` work without a checkout. In a checkout (and so in an editable install)
+``hamseg/.mim/`` holds links to the same files; projects/ is a checkout's only.
+
+``package_dir={"": "."}`` makes setuptools' editable install put the checkout on ``sys.path`` (a
+static ``.pth``) instead of a finder that comes after the working directory: with the finder,
+``import hamseg`` in a folder that holds a clone named ``hamseg`` found the clone as a namespace
+package (tests/packaging/test_packaging.py).
 """
 
 import os
@@ -40,7 +46,7 @@ INSTALL_REQUIRES = [
 EXTRAS_REQUIRE = {
     # mmcv without compiled ops; skip it if a compiled mmcv 2.0/2.1 is installed.
     "lite": ["mmcv-lite==2.1.0"],
-    # mmseg's tools/analysis_tools/analyze_logs.py (python tools/mmseg_tool.py analyze_logs ...).
+    # mmseg's log plots: python tools/analysis_tools/analyze_logs.py LOG.json --keys loss.
     "plots": ["seaborn>=0.12", "pandas>=1.5"],
     # ONNX export and ONNX Runtime inference (tools/deploy/export_onnx.py, infer --backend).
     "deploy": ["onnx>=1.16", "onnxruntime>=1.18", "onnxscript>=0.1"],
@@ -67,8 +73,9 @@ CLASSIFIERS = [
 
 #: Copied into hamseg/.mim/ by the build: relative to the repository root.
 MIM_FILES = ("configs", "tools", "model-index.yml")
-#: Which files of configs/ and tools/ a wheel carries.
+#: Which files of configs/ and tools/ a wheel carries; folders it leaves out (lab code).
 MIM_CONFIG_SUFFIXES = (".py", ".yaml", ".yml", ".md", ".sh")
+MIM_SKIPPED = ("__pycache__", "lab")
 
 
 def read_version() -> str:
@@ -84,7 +91,7 @@ def _ignore_non_configs(folder: str, names: list) -> list:
     return [
         n
         for n in names
-        if n == "__pycache__"
+        if n in MIM_SKIPPED
         or (osp.isfile(osp.join(folder, n)) and not n.endswith(MIM_CONFIG_SUFFIXES))
     ]
 
@@ -121,7 +128,7 @@ class BuildPyWithConfigs(build_py):
                 out.append(osp.join(self.build_lib, "hamseg", ".mim", name))
                 continue
             for root, dirs, files in os.walk(src):
-                dirs[:] = [d for d in dirs if d != "__pycache__"]
+                dirs[:] = [d for d in dirs if d not in MIM_SKIPPED]
                 rel = osp.relpath(root, HERE)
                 out += [
                     osp.join(self.build_lib, "hamseg", ".mim", rel, f)
@@ -149,6 +156,7 @@ setup(
     classifiers=CLASSIFIERS,
     python_requires=">=3.10",
     packages=find_packages(include=["hamseg", "hamseg.*"]),
+    package_dir={"": "."},
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
     cmdclass={"build_py": BuildPyWithConfigs},

@@ -1,9 +1,6 @@
-"""What hamseg's tools do, as functions (one module each; tools/ are front ends over them).
-
-Exported here: mmseg.apis' entry points, loading strictly: :func:`init_model` (the one loader) and
-``MMSegInferencer`` (:class:`HamSegInferencer`, built by it); mmseg's own ``show_result_pyplot``,
-``RSImage``, ``RSInferencer``.
-"""
+"""mmseg.apis' entry points, loading checkpoints strictly: :func:`init_model` and
+``MMSegInferencer`` (:class:`HamSegInferencer`, built by it); mmseg's own ``inference_model``,
+``show_result_pyplot``, ``RSImage``, ``RSInferencer``."""
 
 from mmseg.apis import RSImage, RSInferencer, show_result_pyplot
 

@@ -18,6 +18,7 @@ PAGES = sorted(
     [osp.join(REPO, "README.md"), osp.join(REPO, "CHANGELOG.md")]
     + glob.glob(osp.join(REPO, "docs", "**", "*.md"), recursive=True)
     + glob.glob(osp.join(REPO, "configs", "**", "*.md"), recursive=True)
+    + glob.glob(osp.join(REPO, "projects", "**", "*.md"), recursive=True)
     + glob.glob(osp.join(REPO, "data", "*.md"))
 )
 #: Files whose strings and comments name docs: the package and the tools.
@@ -25,10 +26,11 @@ CODE = sorted(
     glob.glob(osp.join(REPO, "hamseg", "**", "*.py"), recursive=True)
     + glob.glob(osp.join(REPO, "tools", "**", "*.py"), recursive=True)
     + glob.glob(osp.join(REPO, "tools", "**", "*.sh"), recursive=True)
+    + glob.glob(osp.join(REPO, "projects", "**", "*.py"), recursive=True)
 )
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 #: A repository path in backticks: a top-level folder of the repository, then no placeholders.
-PATH = re.compile(r"`((?:configs|hamseg|tools|tests|docs)/[\w./-]*\w(?:::\w+)?)`")
+PATH = re.compile(r"`((?:configs|hamseg|tools|tests|docs|projects)/[\w./-]*\w(?:::\w+)?)`")
 #: A named section: docs/X.md, "Section" or README(.md), "Section".
 SECTION = re.compile(r"((?:docs/[\w/.-]+\.md)|(?:[\w.-]+/)*README(?:\.md)?)[,:] \"([^\"]+)\"")
 #: Files the docs tell users to create (``cp configs/custom/... configs/custom/my_dataset.py``).
@@ -55,18 +57,6 @@ def headings(path: str) -> list[str]:
 def read(path: str) -> str:
     with open(path, encoding="utf-8") as f:
         return f.read()
-
-
-def test_the_checker_finds_what_it_checks(tmp_path):
-    assert slug("What --resume means") == "what---resume-means"
-    assert slug("1. Bad data: the `x` (y)") == "1-bad-data-the-x-y"
-    found = PATH.findall("`tools/train.py` `configs/X.py` `tests/a.py::test_b` `hamseg/`")
-    assert found == ["tools/train.py", "configs/X.py", "tests/a.py::test_b"]
-    assert [_placeholder(name) for name in found] == [False, True, False]
-    assert SECTION.findall('docs/robustness.md, "Pre-emption" and README, "Configs"') == [
-        ("docs/robustness.md", "Pre-emption"),
-        ("README", "Configs"),
-    ]
 
 
 def _target(page: str, link: str) -> tuple[str, str]:
