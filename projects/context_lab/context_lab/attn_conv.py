@@ -22,8 +22,6 @@ import torch.nn.functional as F
 from mmseg.registry import MODELS
 from torch import Tensor, nn
 
-__all__ = ["AttnConv", "window_mask"]
-
 
 def window_mask(h: int, w: int, window: int, device: torch.device | None = None) -> Tensor:
     """Log-domain mask H (Def. 3), (N, N) indexed [m, n]: 0 where input node m and output node n
@@ -98,10 +96,6 @@ class AttnConv(nn.Module):
             self.theta_out.normal_(0.0, max(k * dv, 1) ** -0.5)
             if self.theta_index is not None:
                 self.theta_index.normal_(0.0, (9 * c) ** -0.5)
-
-    def extra_repr(self) -> str:
-        c, k, d = self.lambda_key.shape
-        return f"C={c}, K={k}, D={d}, D_v={self.theta_value.shape[2]}, window={self.window}"
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """Apply Eq. 7 over all heads.

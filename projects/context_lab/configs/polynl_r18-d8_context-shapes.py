@@ -1,8 +1,8 @@
 # Poly-NL (Babiloni et al., ICCV 2021, Eq. 6): the NLHead layout with the O(N^2) non-local block
 # replaced by the O(N) Poly-NL block (PolyNLHead), so the two differ only in context.
-# Lab code, from a checkout only: the head is tools/lab/models/poly_nl.py.
+# The head: projects/context_lab/context_lab/ (custom_imports, run from the repository root).
 _base_ = ["../../../configs/demo/_base_/r18-d8_context-shapes.py"]
-custom_imports = dict(imports=["hamseg", "tools.lab.models"], allow_failed_imports=False)
+custom_imports = dict(imports=["projects.context_lab.context_lab"], allow_failed_imports=False)
 demo_name = "PolyNL"
 model = dict(
     decode_head=dict(

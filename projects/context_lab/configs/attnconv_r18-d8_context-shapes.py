@@ -1,8 +1,8 @@
 # Attention as content-based convolution (Andreoli, Eq. 7-10, Def. 1): 8 bi-affine heads (D = 16)
 # over all positions plus the 9 shift heads of a 3x3 grid, summed, in HamHead's layout.
-# Lab code, from a checkout only: the head is tools/lab/models/attn_conv_head.py.
+# The head: projects/context_lab/context_lab/ (custom_imports, run from the repository root).
 _base_ = ["../../../configs/demo/_base_/r18-d8_context-shapes.py"]
-custom_imports = dict(imports=["hamseg", "tools.lab.models"], allow_failed_imports=False)
+custom_imports = dict(imports=["projects.context_lab.context_lab"], allow_failed_imports=False)
 demo_name = "AttnConv"
 model = dict(
     decode_head=dict(

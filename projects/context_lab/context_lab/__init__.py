@@ -1,0 +1,11 @@
+"""The context-module lab (projects/context_lab/README.md): Poly-NL and AttnConv heads, the lab's
+generated tasks, registered in mmseg's registries on import (configs: ``custom_imports``)."""
+
+import hamseg  # noqa: F401  (registers hamseg before the lab's modules use mmseg)
+
+from .attn_conv import AttnConv
+from .attn_conv_head import AttnConvHead
+from .poly_nl import PolyNL, PolyNLHead
+from .tasks import ContextRoomsDataset
+
+__all__ = ["AttnConv", "AttnConvHead", "ContextRoomsDataset", "PolyNL", "PolyNLHead"]
