@@ -1,199 +1,166 @@
-"""The paper's analyses of the features before (Z) and after (Y) the Hamburger (Sec. 4 / App.),
-read by a forward hook: the singular-value spectrum of the C x HW unfoldings (Fig. 5) and the
-feature maps (Fig. 6). docs/demo.md shows both on the demo."""
+"""The paper's analyses of the features before (Z) and after (Y) the Hamburger (Sec. 4 / App.):
+the singular-value spectrum of the C x HW unfoldings (Fig. 5) and the feature maps (Fig. 6).
+
+    python -m projects.context_lab.context_lab.features spectrum data/context_shapes/img_dir/val \\
+        --checkpoint work_dirs/demo/hamhead-nmf_r18-d8_context-shapes/iter_500.pth
+    python -m projects.context_lab.context_lab.features maps IMAGES --checkpoint CKPT
+
+``spectrum``: the accumulative ratio of the squared r largest singular values of Z and Y,
+r = 1 .. --max-rank, mean and std over the images (PNG and JSON). ``maps``: per image, the
+prediction, Z and Y's first three principal components as RGB and the channels the block
+changes most (or --channels).
+"""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import os.path as osp
 from collections.abc import Iterator, Sequence
 from typing import Any, Optional
 
+import cv2
 import numpy as np
 import torch
 from torch import Tensor, nn
 
-from hamseg.apis.inference import predict_label
-from hamseg.datasets.loading import read_image_rgb
+from hamseg.apis import inference_model, init_model
 from hamseg.utils.errors import UsageError
-from tools.lib.images import draw_overlay
-
-#: The block both analyses look at in a HamHead model.
-HAMBURGER = "decode_head.hamburger"
-#: What :func:`capture_features` yields: path, RGB image, Z, Y (C, H, W), predicted labels.
-FeatureRow = tuple[str, np.ndarray, Tensor, Tensor, np.ndarray]
 
 
-class MissingModuleError(UsageError):
-    """The model has no module of the requested name."""
-
-
-def get_module(model: nn.Module, name: str) -> nn.Module:
-    """The submodule ``name`` (dotted path) of ``model``, or :class:`MissingModuleError`
-    listing the head's modules (e.g. an FCN checkpoint has no Hamburger)."""
+def capture(model: nn.Module, name: str, paths: Sequence[str]) -> Iterator[tuple]:
+    """Per image: (path, RGB image, Z, Y (C, H, W) of module ``name``, predicted labels)."""
     modules = dict(model.named_modules())
     if name not in modules:
-        raise MissingModuleError(
-            f"the model has no module {name!r} (is this a HamHead checkpoint?); pass --module "
-            "with one of: " + ", ".join(n for n in modules if n.startswith("decode_head"))
-        )
-    return modules[name]
-
-
-def capture_features(
-    model: nn.Module, module_name: str, paths: Sequence[str], progress: bool = True
-) -> Iterator[FeatureRow]:
-    """Per image: the input Z and output Y of the module (first sample, float32 CPU) and the
-    predicted label map, with the path and the RGB image."""
-    from tqdm import tqdm
-
+        heads = ", ".join(n for n in modules if n.startswith("decode_head"))
+        raise UsageError(f"--module {name}: the model has no such module; one of: {heads}")
     store: dict[str, Tensor] = {}
-
-    def hook(_m: nn.Module, inputs: tuple, output: Tensor) -> None:
-        store.update(z=inputs[0].detach()[0].float().cpu(), y=output.detach()[0].float().cpu())
-
-    handle = get_module(model, module_name).register_forward_hook(hook)
+    hook = lambda m, i, o: store.update(
+        z=i[0][0].detach().float().cpu(), y=o[0].detach().float().cpu()
+    )
+    handle = modules[name].register_forward_hook(hook)
     try:
-        for path in tqdm(paths, desc="features", unit="img", disable=not progress):
-            img = read_image_rgb(path)
-            pred = predict_label(model, img)  # the hook fills the store
-            yield path, img, store["z"], store["y"], pred
+        for path in paths:
+            pred = inference_model(model, path).pred_sem_seg.data[0].cpu().numpy()
+            yield path, cv2.imread(path)[..., ::-1], store["z"], store["y"], pred
     finally:
         handle.remove()
 
 
 def cumulative_energy(feat: Tensor, max_rank: int) -> np.ndarray:
-    """sum_{i<=r} s_i^2 / sum_i s_i^2 of the C x HW unfolding of (C, H, W) features,
-    r = 1 .. max_rank (1.0 beyond min(C, HW))."""
+    """sum_{i<=r} s_i^2 / sum_i s_i^2 of the C x HW unfolding, r = 1 .. max_rank."""
     s2 = torch.linalg.svdvals(feat.reshape(feat.shape[0], -1).double()).pow(2)
     ratio = (s2.cumsum(0) / s2.sum().clamp_min(1e-12)).numpy()[:max_rank]
     return np.concatenate([ratio, np.ones(max_rank - len(ratio))])
 
 
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def compute_spectra(
-    model: nn.Module, module_name: str, paths: Sequence[str], max_rank: int, progress: bool = True
-) -> tuple[np.ndarray, np.ndarray]:
-    """The curves of Z and Y: ``(before, after)``, each (num images, max_rank)."""
-    curves = [
-        (cumulative_energy(z, max_rank), cumulative_energy(y, max_rank))
-        for _, _, z, y, _ in capture_features(model, module_name, paths, progress)
-    ]
-    return np.stack([b for b, _ in curves]), np.stack([a for _, a in curves])
-
-
-def write_spectrum(
-    before: np.ndarray, after: np.ndarray, out: str, title: str, info: dict[str, Any]
-) -> str:
-    """Plot mean +- std of the curves into the PNG ``out`` and write them, with ``info``, to a
-    JSON beside it; returns the JSON's path."""
-    plt = _pyplot()
-    os.makedirs(osp.dirname(osp.abspath(out)), exist_ok=True)
-    r = np.arange(1, before.shape[1] + 1)
-    fig, ax = plt.subplots(figsize=(5.5, 4), dpi=120)
-    summary = dict(**info, num_images=len(before), rank=r.tolist())
-    for curves, key, name, colour in (
-        (before, "before", "before Hamburger (Z)", "tab:blue"),
-        (after, "after", "after Hamburger (Y)", "tab:red"),
-    ):
-        mean = curves.mean(0)
-        std = curves.std(0)
-        ax.plot(r, mean, color=colour, label=name, lw=2)
-        low = np.clip(mean - std, 0, 1)
-        high = np.clip(mean + std, 0, 1)
-        ax.fill_between(r, low, high, color=colour, alpha=0.2, lw=0)
-        summary.update({f"{key}_mean": mean.round(5).tolist(), f"{key}_std": std.round(5).tolist()})
-    ax.set(xlabel="r (number of largest singular values)", xlim=(1, r[-1]), ylim=(0, 1.02))
-    ax.set_ylabel("accumulative ratio of squared singular values")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right")
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
-    path = osp.splitext(out)[0] + ".json"
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(summary, f, indent=1)
-    return path
-
-
 def pca_rgb(feat: Tensor) -> np.ndarray:
-    """(C, H, W) features projected on their first three principal components, in [0, 1]."""
+    """(C, H, W) projected on its first three principal components, each scaled to [0, 1]."""
     c, h, w = feat.shape
     x = feat.reshape(c, -1).double().numpy().T  # (HW, C)
     x = x - x.mean(0, keepdims=True)
     if not np.any(x):
         return np.zeros((h, w, 3))
     vt = np.linalg.svd(x, full_matrices=False)[2][:3]
-    proj = np.pad(x @ vt.T, ((0, 0), (0, 3 - len(vt))))  # (HW, C) @ (C, k) -> (HW, k), k <= 3
-    lo = proj.min(0, keepdims=True)
-    hi = proj.max(0, keepdims=True)
-    return ((proj - lo) / np.where(hi - lo > 0, hi - lo, 1.0)).reshape(h, w, 3)
+    proj = np.pad(x @ vt.T, ((0, 0), (0, 3 - len(vt))))  # (HW, C) @ (C, k) -> (HW, k)
+    lo, hi = proj.min(0), proj.max(0)
+    return ((proj - lo) / np.where(hi > lo, hi - lo, 1.0)).reshape(h, w, 3)
 
 
-def pick_channels(pairs: list[tuple[Tensor, Tensor]], k: int) -> list[int]:
+def pick_channels(pairs: Sequence[tuple[Tensor, Tensor]], k: int) -> list[int]:
     """The ``k`` channels with the largest mean relative change |Y - Z| / (|Z| + eps)."""
-    score = sum(
-        (y - z).abs().flatten(1).mean(1) / (z.abs().flatten(1).mean(1) + 1e-6) for z, y in pairs
-    )
-    return [int(i) for i in score.argsort(descending=True)[:k]]
+    change = lambda z, y: (y - z).abs().flatten(1).mean(1) / (z.abs().flatten(1).mean(1) + 1e-6)
+    return [int(i) for i in sum(change(z, y) for z, y in pairs).argsort(descending=True)[:k]]
 
 
-def select_channels(
-    rows: Sequence[FeatureRow], channels: Optional[Sequence[int]], num_channels: int
-) -> list[int]:
-    """``channels`` if given (checked against the feature width), else :func:`pick_channels`."""
-    if not channels:
-        return pick_channels([(z, y) for _, _, z, y, _ in rows], num_channels)
-    bad = [c for c in channels if not 0 <= c < rows[0][2].shape[0]]
-    if bad:
-        raise UsageError(f"channels {bad} out of range 0..{rows[0][2].shape[0] - 1}")
-    return list(channels)
+def spectrum(rows: list[tuple], max_rank: int, out: str, title: str) -> dict[str, Any]:
+    """Plot mean +- std of Z's and Y's curves into ``out`` (PNG); write them to its JSON."""
+    import matplotlib.pyplot as plt
 
-
-def draw_feature_maps(
-    rows: Sequence[FeatureRow],
-    channels: Sequence[int],
-    classes: Sequence[str],
-    palette: Sequence[Sequence[int]],
-    out: str,
-    title: str,
-) -> None:
-    """Draw the figure (one row per image) into the PNG ``out`` (folders are created)."""
-    plt = _pyplot()
-    ncols = 4 + 2 * len(channels)
-    fig, axes = plt.subplots(
-        len(rows), ncols, figsize=(1.6 * ncols, 1.7 * len(rows) + 0.4), dpi=110, squeeze=False
-    )
-    for r, (path, img, z, y, pred) in enumerate(rows):
-        overlay = draw_overlay(img, pred, classes, palette, legend="present")[: img.shape[0]]
-        panels = [(img, osp.basename(path)), (overlay, "prediction + legend")]
-        panels += [(pca_rgb(z), "Z: PCA as RGB"), (pca_rgb(y), "Y: PCA as RGB")]
-        for i, (pic, name) in enumerate(panels):
-            axes[r, i].imshow(pic, interpolation="nearest")
-            axes[r, i].set_title(name, fontsize=7)
-        for j, c in enumerate(channels):
-            lo = float(min(z[c].min(), y[c].min()))
-            hi = float(max(z[c].max(), y[c].max()))
-            for k, (feat, tag) in enumerate(((z, "Z"), (y, "Y"))):
-                ax = axes[r, 4 + 2 * j + k]
-                ax.imshow(
-                    feat[c].numpy(), cmap="viridis", vmin=lo, vmax=hi, interpolation="nearest"
-                )
-                ax.set_title(f"{tag} ch {c}", fontsize=7)
-    for ax in axes.flat:
-        ax.set(xticks=[], yticks=[])
-    fig.suptitle(title, fontsize=8)
+    r = np.arange(1, max_rank + 1)
+    fig, ax = plt.subplots(figsize=(5.5, 4), dpi=120)
+    summary: dict[str, Any] = dict(title=title, num_images=len(rows), rank=r.tolist())
+    for i, (key, colour) in enumerate((("before", "tab:blue"), ("after", "tab:red"))):
+        curves = np.stack([cumulative_energy(row[2 + i], max_rank) for row in rows])
+        mean, std = curves.mean(0), curves.std(0)
+        ax.plot(r, mean, color=colour, label=f"{key} the block ({'ZY'[i]})", lw=2)
+        ax.fill_between(
+            r, np.clip(mean - std, 0, 1), np.clip(mean + std, 0, 1), color=colour, alpha=0.2
+        )
+        summary.update({f"{key}_mean": mean.round(5).tolist(), f"{key}_std": std.round(5).tolist()})
+    ax.set(xlabel="r", ylabel="accumulative ratio of squared singular values", ylim=(0, 1.02))
+    ax.legend(loc="lower right")
+    ax.set_title(title, fontsize=8)
     fig.tight_layout()
-    os.makedirs(osp.dirname(osp.abspath(out)), exist_ok=True)
     fig.savefig(out)
     plt.close(fig)
+    with open(osp.splitext(out)[0] + ".json", "w", encoding="utf-8") as f:
+        json.dump(summary, f, indent=1)
+    return summary
+
+
+def feature_maps(rows: list[tuple], channels: Sequence[int], palette: Any, out: str) -> None:
+    """One row per image: image, prediction, PCA of Z and Y, then Z and Y of each channel."""
+    import matplotlib.pyplot as plt
+
+    ncols = 4 + 2 * len(channels)
+    fig, axes = plt.subplots(
+        len(rows), ncols, figsize=(1.6 * ncols, 1.7 * len(rows)), squeeze=False
+    )
+    for ax_row, (path, img, z, y, pred) in zip(axes, rows):
+        panels = [img, np.asarray(palette, np.uint8)[pred], pca_rgb(z), pca_rgb(y)]
+        panels += [f[c].numpy() for c in channels for f in (z, y)]
+        names = [osp.basename(path), "prediction", "Z: PCA", "Y: PCA"]
+        names += [f"{t} ch {c}" for c in channels for t in "ZY"]
+        for ax, pic, name in zip(ax_row, panels, names):
+            ax.imshow(pic, interpolation="nearest")
+            ax.set_title(name, fontsize=7)
+            ax.set(xticks=[], yticks=[])
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    import argparse
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("analysis", choices=("spectrum", "maps"))
+    p.add_argument("inputs", nargs="+", help="images or folders of images")
+    p.add_argument("--checkpoint", help="a checkpoint with a Hamburger (its config inside)")
+    p.add_argument("--config", help="config (default: the checkpoint's own)")
+    p.add_argument("--module", default="decode_head.hamburger")
+    p.add_argument("--max-images", type=int, help="default: 100 (spectrum), 4 (maps)")
+    p.add_argument("--max-rank", type=int, default=32)
+    p.add_argument("--channels", type=int, nargs="+", help="maps: these channels")
+    p.add_argument("--out", help="PNG (default: work_dirs/analysis/<analysis>.png)")
+    p.add_argument("--device", default="cpu")
+    args = p.parse_args(argv)
+    exts = (".png", ".jpg", ".jpeg", ".bmp")
+    found = [sorted(glob.glob(osp.join(i, "*"))) if osp.isdir(i) else [i] for i in args.inputs]
+    paths = [f for fs in found for f in fs if f.lower().endswith(exts)]
+    paths = paths[: args.max_images or (100 if args.analysis == "spectrum" else 4)]
+    if not paths:
+        raise UsageError(f"no images in {' '.join(args.inputs)}")
+    out = args.out or f"work_dirs/analysis/{args.analysis}.png"
+    os.makedirs(osp.dirname(osp.abspath(out)), exist_ok=True)
+    model = init_model(args.config, args.checkpoint, args.device)
+    rows = list(capture(model, args.module, paths))
+    if args.analysis == "spectrum":
+        s = spectrum(rows, args.max_rank, out, f"{args.module}, {len(rows)} images")
+        print(f"r=1: before {s['before_mean'][0]:.3f}, after {s['after_mean'][0]:.3f}")
+    else:
+        channels = args.channels or pick_channels([(z, y) for _, _, z, y, _ in rows], 3)
+        feature_maps(rows, channels, model.dataset_meta["palette"], out)
+        print(f"channels shown: {channels}")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    from hamseg.cli import run_cli
+
+    run_cli(main)

@@ -17,9 +17,8 @@ from typing import Any, Callable, Optional
 
 import cv2
 import numpy as np
-from mmseg.registry import DATASETS
 
-from hamseg.datasets.context_shapes import SHAPES, SIDES, TEAM_COLOURS, ContextShapesDataset
+from hamseg.datasets.context_shapes import SHAPES, SIDES, TEAM_COLOURS
 from hamseg.datasets.context_shapes import shape_mask as _shape_mask
 from hamseg.datasets.generated import SPLITS, is_complete, write_dataset
 
@@ -27,11 +26,6 @@ K = len(TEAM_COLOURS)
 #: Version of the designs; bumped whenever the same options would draw different images.
 DESIGN_VERSION = 3
 Draw = Callable[..., tuple[np.ndarray, np.ndarray, dict[str, Any]]]
-
-
-@DATASETS.register_module()
-class ContextRoomsDataset(ContextShapesDataset):
-    """A lab task's ``.png`` images and label maps (Context Shapes' seven classes)."""
 
 
 def _canvas(rng: np.random.Generator, size: int, base: float = 0.0) -> np.ndarray:

@@ -13,13 +13,13 @@ import sys
 
 import cv2
 import pytest
+from tools.lab.analysis.context_rooms import ContextRoomsConfig, generate_context_rooms
 
 from hamseg.cli import run_cli
 from hamseg.utils.errors import UsageError
 from tests.conftest import REPO
 from tools.lab.analysis import head_comparison as hc
 from tools.lab.analysis import head_report as report
-from tools.lab.analysis.context_rooms import ContextRoomsConfig, generate_context_rooms
 
 
 def _run(key, seed, value, kind="context", curve=(), other=None):

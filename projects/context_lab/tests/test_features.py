@@ -11,16 +11,16 @@ import cv2
 import numpy as np
 import pytest
 import torch
-
-from hamseg.apis import init_model
-from tests.conftest import REPO
-from tests.helpers import DEMO_FCN, make_checkpoint, one_thread  # noqa: F401  (fixture)
 from tools.lab.analysis.features import (
     compute_spectra,
     cumulative_energy,
     get_module,
     write_spectrum,
 )
+
+from hamseg.apis import init_model
+from tests.conftest import REPO
+from tests.helpers import DEMO_FCN, make_checkpoint, one_thread  # noqa: F401  (fixture)
 from tools.lib.images import collect_inputs
 
 
