@@ -421,7 +421,8 @@ def task_data(task: str, data_root: Optional[str], dry: bool = False) -> tuple[s
     if task not in tasks.TASKS:
         raise UsageError(f"--task {task}: choose one of shapes, {', '.join(tasks.TASKS)}")
     root = data_root or f"data/lab_{task}" + ("_dry" if dry else "")
-    tasks.generate(root, task, False, **(dict(size=64, num_train=16, num_val=8) if dry else {}))
+    if not (data_root and osp.isfile(osp.join(root, "lab_task.json"))):  # yours: as it is
+        tasks.generate(root, task, False, **(dict(size=64, num_train=16, num_val=8) if dry else {}))
     return root, f"{LAB}/lab_task.py"
 
 
