@@ -144,12 +144,8 @@ def run_config(
 
 def machine() -> str:
     """The device that trains here: the GPU's name, else the CPU's, with torch's version."""
-    name = platform.processor() or platform.machine()
-    if torch.cuda.is_available():
-        name = torch.cuda.get_device_name()
-    elif osp.isfile("/proc/cpuinfo"):
-        with open("/proc/cpuinfo") as f:
-            name = next((ln.split(":")[1].strip() for ln in f if ln.startswith("model name")), name)
+    cpu = f"{platform.machine()} CPU ({os.cpu_count()} cores)"
+    name = torch.cuda.get_device_name() if torch.cuda.is_available() else cpu
     return f"{name}, torch {torch.__version__}"
 
 
@@ -182,12 +178,7 @@ def learning_curve(work_dir: str) -> list[tuple[int, float]]:
 def digest(cfg: Config | str) -> str:
     """A run config's fingerprint (a finished run is reused while it stays the same)."""
     cfg = Config.fromfile(cfg) if isinstance(cfg, str) else cfg
-    text = json.dumps(
-        {k: v for k, v in cfg.to_dict().items() if k != "experiment_name"},
-        sort_keys=True,
-        default=str,
-    )
-    return hashlib.sha1(text.encode()).hexdigest()
+    return hashlib.sha1(json.dumps(cfg.to_dict(), sort_keys=True, default=str).encode()).hexdigest()
 
 
 def train_and_evaluate(config_path: str) -> dict[str, Any]:
@@ -450,9 +441,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         return
     p = parser(__doc__)
     p.add_argument("--task", default="shapes", help=f"shapes, {', '.join(tasks.TASKS)}")
-    p.add_argument(
-        "--variant", nargs="+", action="append", default=[], metavar="NAME BASE KEY=VALUE"
-    )
+    p.add_argument("--variant", nargs="+", action="append", default=[], metavar="NAME BASE K=V")
     p.add_argument("--data-config", help="train on this dataset config's data instead")
     p.add_argument("--data-root", help="the data folder (default: the task's)")
     p.add_argument("--from-runs", help="write the report of this runs.json only")
@@ -464,28 +453,17 @@ def main(argv: Optional[list[str]] = None) -> None:
     else:
         heads = dict(HEADS, **dict(parse_variant(v) for v in args.variant))
         if unknown := [h for h in args.heads if h not in heads]:
-            raise UsageError(
-                f"--heads: unknown {', '.join(unknown)}; choose from {', '.join(heads)}"
-            )
+            raise UsageError(f"--heads: unknown {', '.join(unknown)}; one of {', '.join(heads)}")
         root, data_config = args.data_root, args.data_config
         if not data_config:
             root, data_config = task_data(args.task, root)
+        keys = ("protocol", "max_iters", "curve_interval", "eval_runs", "cfg_options")
+        common = {k: getattr(args, k) for k in keys}
+        dirs = {
+            (k, s): osp.join(args.out_dir, k, f"seed{s}") for k in args.heads for s in args.seeds
+        }
         configs = [
-            run_config(
-                key,
-                heads[key],
-                seed,
-                osp.join(args.out_dir, key, f"seed{seed}"),
-                root,
-                data_config,
-                args.protocol,
-                args.max_iters,
-                args.curve_interval,
-                args.eval_runs,
-                args.cfg_options,
-            )
-            for key in args.heads
-            for seed in args.seeds
+            run_config(k, heads[k], s, d, root, data_config, **common) for (k, s), d in dirs.items()
         ]
         runs = run_all(configs, args.jobs, args.force)
         with open(osp.join(args.out_dir, "runs.json"), "w", encoding="utf-8") as f:

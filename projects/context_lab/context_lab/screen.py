@@ -76,28 +76,20 @@ def main(argv: Optional[list[str]] = None) -> None:
         args.seeds, args.max_iters, args.curve_interval, args.jobs = [0], 2, 1, 1
         for loader in ("train_dataloader", "val_dataloader"):
             options.update({f"{loader}.num_workers": 0, f"{loader}.persistent_workers": False})
+    common = dict(max_iters=args.max_iters, curve_interval=args.curve_interval, cfg_options=options)
+    common.update(eval_runs=args.eval_runs, size=64 if args.dry_run else 128)
     configs = []
     for seed in args.seeds:
         for task in args.tasks:
             root, data = compare.task_data(task, None, args.dry_run)
             for key in args.heads:
                 work_dir = osp.join(args.out_dir, task, key, f"seed{seed}")
-                cfg = compare.run_config(
-                    key,
-                    compare.HEADS[key],
-                    seed,
-                    work_dir,
-                    root,
-                    data,
-                    "paper",
-                    args.max_iters,
-                    args.curve_interval,
-                    args.eval_runs,
-                    options,
-                    size=64 if args.dry_run else 128,
+                configs.append(
+                    compare.run_config(
+                        key, compare.HEADS[key], seed, work_dir, root, data, **common
+                    )
                 )
-                cfg.lab.task = task
-                configs.append(cfg)
+                configs[-1].lab.task = task
     deadline = time.time() + args.deadline_s if args.deadline_s else None
     runs = compare.run_all(configs, args.jobs, args.force, deadline)
     result = verdict(runs, args.threshold)
@@ -113,4 +105,6 @@ def main(argv: Optional[list[str]] = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from hamseg.cli import run_cli
+
+    run_cli(main)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import os.path as osp
-import platform
 import statistics
 import tempfile
 import time
@@ -41,20 +40,11 @@ from torch.utils.flop_counter import flop_registry
 from hamseg.models import Hamburger
 
 from .attn_conv import AttnConv
+from .compare import machine
 from .poly_nl import PolyNL
 
 BN, RELU = dict(type="BN", requires_grad=True), dict(type="ReLU")
-#: Table 3: params (M = 2**20), MACs (G), train / infer MB, train / infer ms (TITAN Xp).
-PAPER_TABLE3 = {
-    "SA": (1.00, 292.0, 5253, 2148, 242.0, 82.2),
-    "DA": (4.82, 79.5, 2395, 2203, 72.6, 64.4),
-    "A2": (1.01, 25.7, 326, 165, 22.9, 8.0),
-    "APC": (2.03, 17.6, 458, 264, 26.5, 11.6),
-    "DM": (3.00, 35.1, 557, 268, 65.7, 23.3),
-    "ACF": (0.75, 79.5, 1380, 627, 71.0, 22.6),
-    "Ham (CD)": (0.50, 16.2, 162, 102, 20.0, 13.0),
-    "Ham (NMF)": (0.50, 17.6, 202, 98, 15.6, 7.7),
-}
+#: Table 3's input, (B, C, H, W); its rows: README.md.
 PAPER_SHAPE = (1, 512, 128, 128)
 
 
@@ -232,13 +222,6 @@ def peak_memory(fn: Callable[[], Any], device: torch.device) -> int:
     return peak
 
 
-def _machine(device: torch.device) -> str:
-    name = platform.processor() or platform.machine()
-    if device.type == "cuda":
-        name = torch.cuda.get_device_name(device)
-    return f"{name}, {torch.get_num_threads()} threads, torch {torch.__version__}"
-
-
 def measure(
     keys: Sequence[str],
     sizes: Sequence[int] = (128,),
@@ -305,7 +288,13 @@ def measure(
         if len(pts) > 1:
             slopes[key] = statistics.linear_regression(*zip(*pts)).slope
     settings = dict(batch=batch, channels=channels, rank=rank, steps=steps, rounds=rounds)
-    return dict(settings, device=device, machine=_machine(dev), rows=rows, slopes=slopes)
+    return dict(
+        settings,
+        device=device,
+        machine=f"{machine()}, {torch.get_num_threads()} threads",
+        rows=rows,
+        slopes=slopes,
+    )
 
 
 def markdown(result: dict[str, Any]) -> str:

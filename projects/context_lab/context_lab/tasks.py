@@ -245,15 +245,13 @@ def sample_rng(task: str, seed: int, split: str, index: int) -> np.random.Genera
     return np.random.default_rng([DESIGN_VERSION, key, seed, SPLITS.index(split), index])
 
 
-def options(task: str, size: int = 128, num_train: int = 400, num_val: int = 100, seed: int = 0):
-    """The options written beside a task's files (and compared before reuse)."""
-    info = dict(task=task, size=size, num_train=num_train, num_val=num_val, seed=seed)
-    return dict(info, design_version=DESIGN_VERSION)
-
-
 def generate(out_dir: str, task: str = "rooms", progress: bool = True, **opts: int) -> dict:
-    """Write ``task`` into ``out_dir`` in mmseg's layout unless it is there with these options."""
-    info = options(task, **opts)
+    """Write ``task`` into ``out_dir`` in mmseg's layout unless it is there with these options
+    (``size`` 128, ``num_train`` 400, ``num_val`` 100, ``seed`` 0 by default)."""
+    info = dict(
+        task=task, size=128, num_train=400, num_val=100, seed=0, design_version=DESIGN_VERSION
+    )
+    info.update(opts)
     if is_complete(out_dir, "lab_task.json", DESIGN_VERSION, info):
         return info
 

@@ -179,9 +179,7 @@ def test_a_tiny_comparison_in_two_processes_records_the_machine(tmp_path):
         "--out-dir",
         str(tmp_path / "out"),
     ]
-    from projects.context_lab.context_lab.tasks import generate
-
-    generate(str(tmp_path / "data"), "column", False, size=64, num_train=8, num_val=4)
+    C.tasks.generate(str(tmp_path / "data"), "column", False, size=64, num_train=8, num_val=4)
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=3600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = json.loads((tmp_path / "out" / "runs.json").read_text())

@@ -2,7 +2,7 @@
 
 import pytest
 
-from projects.context_lab.context_lab.stats import first_reaching, holm, median_interval, rank_test
+from projects.context_lab.context_lab.stats import holm, median_interval, rank_test
 
 
 def test_median_interval_and_its_exact_coverage():
@@ -42,8 +42,3 @@ def test_holm_by_hand():
     # sorted 0.005 x 4 = 0.02, 0.01 x 3 = 0.03, 0.03 x 2 = 0.06, 0.04 x 1 -> max so far 0.06
     assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
     assert holm([0.6, 0.9]) == [1.0, 1.0]
-
-
-def test_first_reaching():
-    assert first_reaching([(300, 91.0), (100, 60.0), (200, 90.0)], 90) == 200
-    assert first_reaching([(100, 60.0)], 90) is None
