@@ -40,6 +40,7 @@ from hamseg.utils.errors import UsageError
 from . import stats, tasks
 
 DEMO, LAB = "configs/demo", "projects/context_lab/configs"
+MODULE = "projects.context_lab.context_lab.compare"
 
 
 @dataclass(frozen=True)
@@ -258,7 +259,7 @@ def run_all(
             continue
         wait(jobs)
         log = open(osp.join(configs[i].work_dir, "run.log"), "w", encoding="utf-8")  # noqa: SIM115
-        cmd = [sys.executable, "-m", __name__, "--run", path]
+        cmd = [sys.executable, "-m", MODULE, "--run", path]
         running.append((i, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log))
     wait(0)
     return [records[i] for i in sorted(records)]
@@ -446,7 +447,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     p.add_argument("--data-root", help="the data folder (default: the task's)")
     p.add_argument("--from-runs", help="write the report of this runs.json only")
     args = p.parse_args(argv)
-    command = "python -m " + __name__ + " " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = f"python -m {MODULE} " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.from_runs:
         with open(args.from_runs, encoding="utf-8") as f:
             runs = json.load(f)
