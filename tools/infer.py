@@ -19,10 +19,10 @@ import hamseg  # noqa: E402,F401  (adapts the stack and registers hamseg before 
 
 # isort: split
 from hamseg.apis import init_model  # noqa: E402
+from hamseg.apis.export import check_trained_head as check_checkpoint  # noqa: E402
 from hamseg.apis.export import use_onnxruntime  # noqa: E402
 from hamseg.cli import CLIError, run_cli  # noqa: E402
 from hamseg.utils.errors import require_file  # noqa: E402
-from tools.lib.head_check import check_checkpoint  # noqa: E402
 from tools.lib.images import gather_inputs, segment_images  # noqa: E402
 
 

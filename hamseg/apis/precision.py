@@ -1,0 +1,165 @@
+"""fp16 and int8 copies of an fp32 export, kept only within bounds of argmax agreement and val
+mIoU against it on the config's val split (docs/deploy.md)."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from mmengine.config import Config
+from torch import nn
+
+from hamseg.utils.config import leaf_datasets
+from hamseg.utils.errors import UsageError
+from hamseg.utils.messages import one_line
+
+from .export import onnx_session
+
+CALIBRATION_IMAGES = 16  #: int8's activation ranges: images spread over the train split
+INT8_OPS = ("Conv", "Add", "Mul", "Relu", "MaxPool")  #: quantized outside FLOAT_SCOPES
+#: Nodes left in float: the ham (its products in int8 cost the demo model 23 points of agreement).
+FLOAT_SCOPES = ("/hamburger/ham/",)
+
+
+def gate_datasets(cfg: Config, precision: str) -> tuple[Any, Any, str]:
+    """The val dataset, the calibration one and its split (int8: train through the val pipeline,
+    else val), built before an export: a missing folder or list file (mmseg asserts "Failed to
+    load `ann_file`") or an empty split is one line at once."""
+    from mmseg.registry import DATASETS
+
+    def build(dataset_cfg: dict, split: str) -> Any:
+        try:
+            dataset = DATASETS.build(dataset_cfg)
+            reason = "has no images" if len(dataset) == 0 else ""
+        except (AssertionError, OSError, UsageError) as err:
+            reason = f"is not there ({one_line(err, 300)})"
+        if reason:
+            raise UsageError(
+                f"{precision}: the check against fp32 needs the config's {split} split, which "
+                f"{reason}: pass --cfg-options data_root=PATH"
+            )
+        return dataset
+
+    val = build(cfg.val_dataloader.dataset, "val")
+    train = next(leaf_datasets((cfg.get("train_dataloader") or {}).get("dataset")), None)
+    if precision == "int8" and train is not None:
+        with contextlib.suppress(UsageError):
+            pipeline = cfg.val_dataloader.dataset.pipeline
+            return val, build(dict(train, pipeline=pipeline), "train"), "train"
+    return val, val, "val"
+
+
+def samples(model: nn.Module, dataset: Any, count: int = 0, size: Any = None) -> list[tuple]:
+    """(input (1, 3, H, W) float32 from the model's data preprocessor, ground truth (H, W)) of
+    ``count`` samples spread over ``dataset`` (0: all), resized to a static graph's ``size``."""
+    out = []
+    for i in np.linspace(0, len(dataset) - 1, min(count or len(dataset), len(dataset))):
+        data = model.data_preprocessor({k: [v] for k, v in dataset[round(i)].items()}, False)
+        x, gt = data["inputs"].float(), data["data_samples"][0].gt_sem_seg.data[None].float()
+        if size is not None and tuple(x.shape[2:]) != tuple(size):
+            x = F.interpolate(x, tuple(size), mode="bilinear", align_corners=False)
+            gt = F.interpolate(gt, tuple(size), mode="nearest")
+        out.append((x.numpy(), gt[0, 0].long().numpy()))
+    return out
+
+
+def convert(src: str, out: str, precision: str, calibration: list[np.ndarray]) -> None:
+    """Write the fp32 graph ``src`` at ``precision``: 'fp16' (float32 input and output), 'int8'
+    (ORT's static QOperator quantization of :data:`INT8_OPS`, per-channel int8 weights, uint8
+    activations ranged on the ``calibration`` inputs)."""
+    import onnx
+    from onnxruntime import quantization as q
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    if precision == "fp16":
+        from onnxruntime.transformers.float16 import convert_float_to_float16
+
+        onnx.save(convert_float_to_float16(onnx.load(src), keep_io_types=True), out)
+    else:
+        quant_pre_process(src, out)  # BN folded: every Conv weight an initializer
+    if precision == "int8":
+        feeds = iter([{"input": x} for x in calibration])
+        reader = type(
+            "Feeds", (q.CalibrationDataReader,), {"get_next": lambda _: next(feeds, None)}
+        )
+        floats = [
+            n.name for n in onnx.load(out).graph.node if any(s in n.name for s in FLOAT_SCOPES)
+        ]
+        q.quantize_static(
+            out,
+            out,
+            reader(),
+            quant_format=q.QuantFormat.QOperator,
+            op_types_to_quantize=list(INT8_OPS),
+            nodes_to_exclude=floats,
+            per_channel=True,
+            activation_type=q.QuantType.QUInt8,
+            weight_type=q.QuantType.QInt8,
+        )
+    graph = onnx.load(out)
+    meta = {p.key: p.value for p in onnx.load(src, load_external_data=False).metadata_props}
+    onnx.helper.set_model_props(graph, dict(meta, precision=precision))
+    onnx.save(graph, out)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """A converted graph against fp32 on the val split: argmax agreement over all pixels and of
+    the worst image, val mIoU (%) of both."""
+
+    precision: str
+    agreement: float
+    worst: float
+    miou: float
+    miou_fp32: float
+
+    def line(self) -> str:
+        return (
+            f"{self.precision}: argmax agreement with fp32 {100 * self.agreement:.2f}% (worst "
+            f"image {100 * self.worst:.2f}%), val mIoU {self.miou:.2f} (fp32 "
+            f"{self.miou_fp32:.2f}, drop {round(self.miou_fp32 - self.miou, 2) + 0.0:.2f})"
+        )
+
+    def missed(self, min_agreement: float, min_worst: float, max_drop: float) -> list[str]:
+        """The bounds it misses, each named by its option of tools/deploy/export_onnx.py."""
+        drop = self.miou_fp32 - self.miou
+        out = [f"agreement below --min-agreement {min_agreement:g}"] * (
+            self.agreement < min_agreement
+        )
+        out += [f"worst image below --min-worst-agreement {min_worst:g}"] * (self.worst < min_worst)
+        return out + [f"mIoU drop {drop:.2f} above --max-miou-drop {max_drop:g}"] * (
+            drop > max_drop
+        )
+
+
+def predictions(path: str, batches: list) -> list[np.ndarray]:
+    """The argmax (H, W) of the graph at ``path`` for each (input, ground truth) of ``batches``."""
+    session = onnx_session(path)
+    return [session.run(None, {"input": x})[0][0].argmax(0) for x, _ in batches]
+
+
+def miou(preds: list[np.ndarray], batches: list, classes: int, ignore: int = 255) -> float:
+    """Val mIoU (%) of argmax maps against the ground truth of ``batches``, by mmseg's IoUMetric."""
+    from mmseg.evaluation.metrics import IoUMetric
+
+    areas = [
+        IoUMetric.intersect_and_union(torch.from_numpy(p), torch.from_numpy(gt), classes, ignore)
+        for p, (_, gt) in zip(preds, batches)
+    ]
+    totals = [torch.stack(a).sum(0).numpy() for a in zip(*areas)]
+    return float(100 * np.nanmean(IoUMetric.total_area_to_metrics(*totals)["IoU"]))
+
+
+def compare(fp32: Any, other: str, precision: str, batches: list, classes: int) -> Agreement:
+    """:class:`Agreement` of the graph ``other`` with ``fp32`` (a path, or its
+    :func:`predictions`) on ``batches`` of a ``classes``-class model."""
+    reference = predictions(fp32, batches) if isinstance(fp32, str) else fp32
+    preds = predictions(other, batches)
+    same = [float(np.sum(a == b)) for a, b in zip(reference, preds)]
+    worst = min(s / p.size for s, p in zip(same, preds))
+    mious = (miou(p, batches, classes) for p in (preds, reference))
+    return Agreement(precision, sum(same) / sum(p.size for p in preds), worst, *mious)
