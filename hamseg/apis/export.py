@@ -2,8 +2,6 @@
 W), hams seeded, a runner's metadata; checked against PyTorch and the checkpoint's recorded head;
 ONNX Runtime as an mmseg segmentor's network."""
 
-from __future__ import annotations
-
 import importlib.util
 import inspect
 import json
@@ -35,18 +33,12 @@ RANDOM_OPS.add("RandomUniformLike")
 #: mmseg resizes logits (and SegNeXt's head its levels) bilinearly with half-pixel centres, which
 #: ONNX's Resize expresses from opset 11; at 9-10 the demo model's argmax agreed on 68% of pixels.
 MIN_OPSET = 11
-#: Modules whose TracerWarnings are shape reads that every trace makes constants (torch's norm
-#: check "more than one value per channel", mmseg's resize deciding whether to warn about
-#: align_corners). Any other module's TracerWarning is shown.
+#: Modules whose TracerWarnings are shape reads that are constants of every trace (torch's norm
+#: checks, mmseg's resize reading sizes for its align_corners warning); others are shown.
 QUIET_TRACERS = r"(torch\.nn\.functional|mmseg\.models\.utils\.wrappers)$"
-#: Ham settings that do not change what an evaluated model computes (training only, derived
-#: from the channels, or chosen at evaluation and export).
+#: Ham settings that do not change what an evaluated model computes (training, D, evaluation).
 NOT_COMPARED = {"D", "train_steps", "grad", "eta", "eval_steps", "eval_seed", "eval_draws"}
 SAME_HEAD = {"LightHamHead": "HamLightHead"}  #: one head for the checks (same checkpoints)
-
-
-class ExportError(UsageError):
-    """The model cannot be exported (one line: what and why)."""
 
 
 def require_deploy() -> None:
@@ -58,11 +50,11 @@ def require_deploy() -> None:
 def check_export_options(shape: Sequence[int], opset: int) -> None:
     """Raise one line naming ``--shape`` or ``--opset`` for values no export can take (opsets:
     :data:`MIN_OPSET` to the highest of torch's exporter)."""
-    if len(shape) != 2 or any(int(v) != v or v < 1 for v in shape):
-        raise ExportError(f"--shape {' '.join(map(str, shape))}: H and W must be positive")
+    if min(shape) < 1:
+        raise UsageError(f"--shape {' '.join(map(str, shape))}: H and W must be positive")
     high = int(getattr(torch.onnx._constants, "ONNX_MAX_OPSET", 20))
     if not MIN_OPSET <= opset <= high:
-        raise ExportError(
+        raise UsageError(
             f"--opset {opset}: use {MIN_OPSET} to {high} (torch {torch.__version__.split('+')[0]}"
             f" writes up to {high}; below {MIN_OPSET} ONNX cannot express mmseg's bilinear resize)"
         )
@@ -93,7 +85,7 @@ def ham_settings(ham: nn.Module) -> dict[str, Any]:
 
 
 def head_record(head: nn.Module, names: Optional[list] = None) -> dict[str, Any]:
-    """A built decode head: type, its first ham's :func:`ham_settings` ({}: none), classes."""
+    """A built decode head: type, its first ham's settings ({}: none), classes."""
     ham = next((m for m in head.modules() if isinstance(m, MatrixDecomposition2D)), None)
     settings = ham_settings(ham) if ham is not None else {}
     return dict(head=type(head).__name__, ham=settings, classes=head.num_classes, names=names)
@@ -125,7 +117,7 @@ def config_head(cfg: Config) -> Optional[dict]:
     """:func:`head_record` of ``cfg``'s decode head, built (random weights; mmseg's
     ``LightHamHead`` as ``HamLightHead``, which maps its ``ham_kwargs``); None if none."""
     if not isinstance(head := cfg.get("model", {}).get("decode_head"), dict):
-        return None
+        return None  # e.g. a cascade's list of heads
     with warnings.catch_warnings():  # mmseg's loss builders warn about training options
         warnings.simplefilter("ignore")
         return head_record(MODELS.build(dict(head, type=SAME_HEAD.get(head["type"], head["type"]))))
@@ -160,8 +152,7 @@ def deploy_metadata(segmentor: nn.Module, seed: int = 0, bake: bool = False) -> 
     pipeline = cfg.get("test_pipeline") or cfg.get("test_dataloader", {}).get("dataset", {})
     pipeline = pipeline if isinstance(pipeline, list) else pipeline.get("pipeline", [])
     resize = next((dict(t) for t in pipeline if "Resize" in str(t.get("type"))), None)
-    pad = dict(pre.get("test_cfg") or {})
-    test_cfg = dict(cfg.model.get("test_cfg") or {})
+    pad, test_cfg = pre.get("test_cfg") or {}, cfg.model.get("test_cfg") or {}
     return dict(
         mean=[float(v) for v in pre.get("mean", (0, 0, 0))],
         std=[float(v) for v in pre.get("std", (1, 1, 1))],
@@ -179,12 +170,11 @@ def deploy_metadata(segmentor: nn.Module, seed: int = 0, bake: bool = False) -> 
     )
 
 
-def seed_hams(model: nn.Module, seed: int) -> list[str]:
-    """Set ``eval_seed`` of every hamseg ham, return their names; ExportError for mmseg's."""
-    names = []
+def seed_hams(model: nn.Module, seed: int) -> None:
+    """Set ``eval_seed`` of every hamseg ham; UsageError for mmseg's (nothing to seed)."""
     for name, module in model.named_modules():
         if isinstance(module, Matrix_Decomposition_2D_Base):
-            raise ExportError(
+            raise UsageError(
                 f"{name} is mmseg's {type(module).__name__}: it draws its dictionary at random "
                 "(at every forward, or the first), so no graph computes what the model evaluates;"
                 " set the config's decode_head type='HamLightHead' (hamseg's SegNeXt head: "
@@ -192,8 +182,6 @@ def seed_hams(model: nn.Module, seed: int) -> list[str]:
             )
         if isinstance(module, MatrixDecomposition2D):
             module.eval_seed = seed
-            names.append(name)
-    return names
 
 
 def random_operators(path: str) -> dict[str, str]:
@@ -223,7 +211,7 @@ def export_onnx(
 ) -> SegmentorLogits:
     """Export a CPU segmentor to ``out`` (TorchScript exporter) on a (1, 3, *``shape``) example,
     N/H/W dynamic unless ``dynamic`` is False (K static), hams seeded, :func:`deploy_metadata`;
-    returns the exported module. ExportError (one line, nothing left at ``out``) otherwise."""
+    returns the exported module. UsageError (one line, nothing left at ``out``) otherwise."""
     require_deploy()
     check_export_options(shape, opset)
     seed_hams(segmentor, seed)
@@ -234,37 +222,27 @@ def export_onnx(
         with torch.no_grad():
             classes = model(example).shape[1]  # eager: draws the seeded dictionaries
     except RuntimeError as err:
-        raise ExportError(f"the model cannot take {shape[0]}x{shape[1]}: {one_line(err)}") from None
+        raise UsageError(f"the model cannot take {shape[0]}x{shape[1]}: {one_line(err)}") from None
     axes = dict.fromkeys(["input", "logits"], {0: "batch", 2: "height", 3: "width"})
-    names = dict(input_names=["input"], output_names=["logits"], dynamo=False)
-    existed = os.path.exists(out)
+    names = dict(input_names=["input"], output_names=["logits"], dynamo=False, opset_version=opset)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning, module=QUIET_TRACERS)
-        try:
-            axes = axes if dynamic else None
+        try:  # a failed export writes no file
             torch.onnx.export(
-                model, (example,), out, opset_version=opset, dynamic_axes=axes, **names
+                model, (example,), out, dynamic_axes=axes if dynamic else None, **names
             )
         except torch.onnx.errors.OnnxExporterError as err:
-            if not existed and os.path.exists(out):
-                os.remove(out)
             reason = one_line(err).split(" Please feel free to request support")[0][:300]
-            raise ExportError(f"--opset {opset}: torch cannot record the model: {reason}") from None
+            raise UsageError(f"--opset {opset}: torch cannot record the model: {reason}") from None
     if found := random_operators(out):
         os.remove(out)
-        raise ExportError(
-            f"{out}: the exported graph draws random numbers, "
-            f"{', '.join(f'{op} (at {node})' for op, node in found.items())}: every run would "
-            "compute something else; the file was removed. Use hamseg's heads and hams, whose "
-            "dictionaries the exporter seeds (docs/deploy.md)"
-        )
+        ops = ", ".join(f"{op} (at {node})" for op, node in found.items())
+        raise UsageError(f"{out}: the graph draws random numbers, {ops}; the file was removed")
     import onnx
 
-    graph = onnx.load(out)
+    graph, meta = onnx.load(out), json.dumps(deploy_metadata(segmentor, seed, bake))
     graph.graph.output[0].type.tensor_type.shape.dim[1].dim_value = classes  # not a symbol
-    onnx.helper.set_model_props(
-        graph, {"hamseg": json.dumps(deploy_metadata(segmentor, seed, bake))}
-    )
+    onnx.helper.set_model_props(graph, {"hamseg": meta})
     onnx.save(graph, out)
     return model
 
@@ -278,26 +256,19 @@ class Verification:
     max_rel: float
     argmax_agreement: float
 
-    @property
-    def ok(self) -> bool:
-        return self.max_rel <= TOLERANCE
-
     def line(self) -> str:
         return (
             f"{'x'.join(map(str, self.shape))}: max |diff| {self.max_abs:.3g}, relative "
             f"{self.max_rel:.3g}, argmax agreement {100 * self.argmax_agreement:.3f}% -> "
-            f"{'ok' if self.ok else f'FAILED (> {TOLERANCE:g})'}"
+            f"{'ok' if self.max_rel <= TOLERANCE else f'FAILED (> {TOLERANCE:g})'}"
         )
 
 
 def onnx_session(path: str, threads: int = 0) -> Any:
     """An ONNX Runtime CPU session, ``threads`` intra-op threads (0: ORT's choice)."""
-    require_deploy()
     import onnxruntime as ort
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
+    (options := ort.SessionOptions()).intra_op_num_threads = threads
     return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
@@ -312,11 +283,9 @@ def verify_onnx(
         with torch.no_grad():
             ref = model(x).numpy()
         got = session.run(None, {"input": x.numpy()})[0]
-        diff = float(np.abs(got - ref).max())
+        diff, top = float(np.abs(got - ref).max()), max(float(np.abs(ref).max()), 1e-12)
         agree = float((got.argmax(1) == ref.argmax(1)).mean())
-        results.append(
-            Verification(tuple(shape), diff, diff / max(np.abs(ref).max(), 1e-12), agree)
-        )
+        results.append(Verification(tuple(shape), diff, diff / top, agree))
     return results
 
 
@@ -343,10 +312,11 @@ def use_onnxruntime(
             "tools/deploy/onnx_runner.py, or export without --bake-preprocess for this backend"
         )
     classes, _ = class_info(segmentor)
-    ham = info.get("ham") if "head" in info else None  # a graph before 0.2: as configured
     channels = session.get_outputs()[0].shape[1]
     channels = channels if isinstance(channels, int) else None
-    graph = dict(head=info.get("head"), ham=ham, classes=channels, names=info.get("classes"))
+    graph = dict(
+        head=info.get("head"), ham=info.get("ham"), classes=channels, names=info.get("classes")
+    )
     if found := differences(graph, head_record(segmentor.decode_head, classes)):
         named = f"{kind} {path}" if path else kind
         raise UsageError(

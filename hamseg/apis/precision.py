@@ -1,8 +1,6 @@
 """fp16 and int8 copies of an fp32 export, kept only within bounds of argmax agreement and val
 mIoU against it on the config's val split (docs/deploy.md)."""
 
-from __future__ import annotations
-
 import contextlib
 from dataclasses import dataclass
 from typing import Any
@@ -27,8 +25,8 @@ FLOAT_SCOPES = ("/hamburger/ham/",)
 
 def gate_datasets(cfg: Config, precision: str) -> tuple[Any, Any, str]:
     """The val dataset, the calibration one and its split (int8: train through the val pipeline,
-    else val), built before an export: a missing folder or list file (mmseg asserts "Failed to
-    load `ann_file`") or an empty split is one line at once."""
+    else val), built before an export: a missing folder or list file or an empty split is one
+    line at once (mmseg's VOC and Context datasets assert "Failed to load `ann_file`")."""
     from mmseg.registry import DATASETS
 
     def build(dataset_cfg: dict, split: str) -> Any:
@@ -39,17 +37,16 @@ def gate_datasets(cfg: Config, precision: str) -> tuple[Any, Any, str]:
             reason = f"is not there ({one_line(err, 300)})"
         if reason:
             raise UsageError(
-                f"{precision}: the check against fp32 needs the config's {split} split, which "
-                f"{reason}: pass --cfg-options data_root=PATH"
+                f"{precision}: the check needs the config's {split} split, which {reason}: pass "
+                "--cfg-options data_root=PATH"
             )
         return dataset
 
     val = build(cfg.val_dataloader.dataset, "val")
     train = next(leaf_datasets((cfg.get("train_dataloader") or {}).get("dataset")), None)
     if precision == "int8" and train is not None:
-        with contextlib.suppress(UsageError):
-            pipeline = cfg.val_dataloader.dataset.pipeline
-            return val, build(dict(train, pipeline=pipeline), "train"), "train"
+        with contextlib.suppress(UsageError):  # read through the val pipeline: no augmentation
+            return val, build(dict(train, pipeline=val.pipeline.transforms), "train"), "train"
     return val, val, "val"
 
 
@@ -108,8 +105,7 @@ def convert(src: str, out: str, precision: str, calibration: list[np.ndarray]) -
 
 @dataclass(frozen=True)
 class Agreement:
-    """A converted graph against fp32 on the val split: argmax agreement over all pixels and of
-    the worst image, val mIoU (%) of both."""
+    """Against fp32 on the val split: argmax agreement (all pixels, worst image), mIoU (%)."""
 
     precision: str
     agreement: float
@@ -155,8 +151,7 @@ def miou(preds: list[np.ndarray], batches: list, classes: int, ignore: int = 255
 
 
 def compare(fp32: Any, other: str, precision: str, batches: list, classes: int) -> Agreement:
-    """:class:`Agreement` of the graph ``other`` with ``fp32`` (a path, or its
-    :func:`predictions`) on ``batches`` of a ``classes``-class model."""
+    """:class:`Agreement` of the graph ``other`` with ``fp32`` (a path, or its predictions)."""
     reference = predictions(fp32, batches) if isinstance(fp32, str) else fp32
     preds = predictions(other, batches)
     same = [float(np.sum(a == b)) for a, b in zip(reference, preds)]
