@@ -9,7 +9,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from mmengine.config import Config
-from torch import nn
 
 from hamseg.utils.config import leaf_datasets
 from hamseg.utils.errors import UsageError
@@ -30,12 +29,12 @@ def gate_datasets(cfg: Config, precision: str) -> tuple[Any, Any, str]:
     from mmseg.registry import DATASETS
 
     def build(dataset_cfg: dict, split: str) -> Any:
+        dataset, reason = [], "has no images"
         try:
             dataset = DATASETS.build(dataset_cfg)
-            reason = "has no images" if len(dataset) == 0 else ""
-        except (AssertionError, OSError, UsageError) as err:
-            reason = f"is not there ({one_line(err, 300)})"
-        if reason:
+        except (AssertionError, OSError, ValueError) as err:  # empty: mmengine's ValueError
+            reason = reason if type(err) is ValueError else f"is not there ({one_line(err, 300)})"
+        if not len(dataset):
             raise UsageError(
                 f"{precision}: the check needs the config's {split} split, which {reason}: pass "
                 "--cfg-options data_root=PATH"
@@ -50,24 +49,22 @@ def gate_datasets(cfg: Config, precision: str) -> tuple[Any, Any, str]:
     return val, val, "val"
 
 
-def samples(model: nn.Module, dataset: Any, count: int = 0, size: Any = None) -> list[tuple]:
+def samples(model: torch.nn.Module, dataset: Any, count: int = 0, size: Any = None) -> list[tuple]:
     """(input (1, 3, H, W) float32 from the model's data preprocessor, ground truth (H, W)) of
-    ``count`` samples spread over ``dataset`` (0: all), resized to a static graph's ``size``."""
+    ``count`` samples spread over ``dataset`` (0: all); inputs resized to a static graph's size."""
     out = []
     for i in np.linspace(0, len(dataset) - 1, min(count or len(dataset), len(dataset))):
         data = model.data_preprocessor({k: [v] for k, v in dataset[round(i)].items()}, False)
-        x, gt = data["inputs"].float(), data["data_samples"][0].gt_sem_seg.data[None].float()
+        x, gt = data["inputs"].float(), data["data_samples"][0].gt_sem_seg.data[0].numpy()
         if size is not None and tuple(x.shape[2:]) != tuple(size):
             x = F.interpolate(x, tuple(size), mode="bilinear", align_corners=False)
-            gt = F.interpolate(gt, tuple(size), mode="nearest")
-        out.append((x.numpy(), gt[0, 0].long().numpy()))
+        out.append((x.numpy(), gt))
     return out
 
 
 def convert(src: str, out: str, precision: str, calibration: list[np.ndarray]) -> None:
-    """Write the fp32 graph ``src`` at ``precision``: 'fp16' (float32 input and output), 'int8'
-    (ORT's static QOperator quantization of :data:`INT8_OPS`, per-channel int8 weights, uint8
-    activations ranged on the ``calibration`` inputs)."""
+    """Write the fp32 graph ``src`` at ``precision``: 'fp16' (float32 input and output) or 'int8'
+    (ORT's static QOperator format, per-channel int8 weights, uint8 activations)."""
     import onnx
     from onnxruntime import quantization as q
     from onnxruntime.quantization.shape_inference import quant_pre_process
@@ -133,9 +130,12 @@ class Agreement:
 
 
 def predictions(path: str, batches: list) -> list[np.ndarray]:
-    """The argmax (H, W) of the graph at ``path`` for each (input, ground truth) of ``batches``."""
-    session = onnx_session(path)
-    return [session.run(None, {"input": x})[0][0].argmax(0) for x, _ in batches]
+    """The graph's argmax of each (input, ground truth), at the ground truth's size (bilinear)."""
+    session, out = onnx_session(path), []
+    for x, gt in batches:
+        logits = torch.from_numpy(session.run(None, {"input": x})[0])
+        out.append(F.interpolate(logits, gt.shape, mode="bilinear")[0].argmax(0).numpy())
+    return out
 
 
 def miou(preds: list[np.ndarray], batches: list, classes: int, ignore: int = 255) -> float:
@@ -146,7 +146,7 @@ def miou(preds: list[np.ndarray], batches: list, classes: int, ignore: int = 255
         IoUMetric.intersect_and_union(torch.from_numpy(p), torch.from_numpy(gt), classes, ignore)
         for p, (_, gt) in zip(preds, batches)
     ]
-    totals = [torch.stack(a).sum(0).numpy() for a in zip(*areas)]
+    totals = [torch.stack(a).sum(0) for a in zip(*areas)]
     return float(100 * np.nanmean(IoUMetric.total_area_to_metrics(*totals)["IoU"]))
 
 

@@ -132,6 +132,8 @@ def test_the_readme_export_runs_in_the_runner_on_other_sizes(tmp_path, tiny, mon
         str(tmp_path / "infer"),
         "--save-label",
         "--no-progress",
+        monkeypatch=monkeypatch,
+        capsys=capsys,
     )
     assert infer.returncode == 0, infer.stderr[-2000:]
     for a, b, c, size in zip(
@@ -253,7 +255,7 @@ def test_the_graph_records_what_a_runner_needs(tiny):
         info["resize"] == dict(scale=[32, 32], keep_ratio=False) and info["input"] == "normalised"
     )
     assert info["test_cfg"] == dict(mode="whole", crop_size=None, stride=None)
-    assert info["classes"] == ["class 0", "class 1", "class 2"] and len(info["palette"]) == 3
+    assert info["classes"] == ["a", "b", "c"] and len(info["palette"]) == 3
     assert info["head"] == "HamHead" and info["hamseg_version"] == hamseg.__version__
     ham = {k: info["ham"][k] for k in ("type", "S", "R", "eval_steps", "eval_seed")}
     assert ham == dict(type="NMF", S=1, R=4, eval_steps=3, eval_seed=0)
@@ -447,10 +449,13 @@ def test_without_onnxruntime_the_tool_names_the_extra(tmp_path, tiny, monkeypatc
 
 def test_infer_with_onnxruntime_writes_pytorchs_label_maps(tmp_path, tiny, monkeypatch, capsys):
     """PyTorch, ONNX Runtime with the checkpoint, and with the config alone (no weights)."""
-    common = [tiny["images"], "--config", TINY, "--save-label", "--no-progress", "--out-dir"]
-    ort = ["--backend", "onnxruntime", "--model", tiny["onnx"]]
+    seeded = tiny_config(
+        str(tmp_path / "seeded.py"), dict(ham_cfg=dict(eval_seed=0))
+    )  # the graph's
+    common = [tiny["images"], "--save-label", "--no-progress", "--out-dir"]
+    ort = ["--config", TINY, "--backend", "onnxruntime", "--model", tiny["onnx"]]
     runs = [
-        [*common, str(tmp_path / "pt"), "--checkpoint", tiny["ckpt"]],
+        [*common, str(tmp_path / "pt"), "--config", seeded, "--checkpoint", tiny["ckpt"]],
         [*common, str(tmp_path / "ort"), "--checkpoint", tiny["ckpt"], *ort],
         [*common, str(tmp_path / "cfg"), *ort],
     ]
