@@ -268,7 +268,7 @@ def test_every_ham_exports_seeded_and_deterministic(tmp_path, tiny, ham):
     import onnx
     import onnxruntime as ort
 
-    options = {"model.decode_head.ham_cfg.type": ham}
+    options = {"model.decode_head.ham_cfg.type": ham, "model.decode_head.ham_cfg.eval_draws": 2}
     model = init_model(TINY, tiny["ckpt"], "cpu", cfg_options=options)
     path = str(tmp_path / "m.onnx")
     with warnings.catch_warnings(record=True) as caught:
@@ -276,6 +276,8 @@ def test_every_ham_exports_seeded_and_deterministic(tmp_path, tiny, ham):
         exported = export_onnx(model, path, (33, 47), seed=3)
     assert not [w for w in caught if issubclass(w.category, torch.jit.TracerWarning)]
     assert model.decode_head.hamburger.ham.eval_seed == 3 and random_operators(path) == {}
+    info = json.loads(onnx.load(path).metadata_props[0].value)
+    assert (info["ham"]["type"], info["ham"]["eval_draws"], info["ham"]["eval_seed"]) == (ham, 2, 3)
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     x = np.random.default_rng(0).normal(size=(1, 3, 41, 29)).astype(np.float32)
     assert np.array_equal(session.run(None, {"input": x})[0], session.run(None, {"input": x})[0])

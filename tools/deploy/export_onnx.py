@@ -35,6 +35,9 @@ def parse_args() -> argparse.Namespace:
     add("--out", required=True, help="the .onnx file to write")
     add("--shape", type=int, nargs=2, default=(512, 512), metavar=("H", "W"), help="example")
     add("--static", action="store_true", help="a graph of --shape only (default: any N, H, W)")
+    add(
+        "--dynamic", action="store_true", help=argparse.SUPPRESS
+    )  # old command lines: dynamic is the default
     add("--opset", type=int, default=17, help="ONNX opset (11 to the highest torch writes)")
     add("--seed", type=int, default=0, help="eval_seed of every ham")
     add("--verify", action=argparse.BooleanOptionalAction, default=True, help="against PyTorch")
