@@ -1,9 +1,9 @@
 """Export a segmentor to ONNX (seeded dictionaries), checked against PyTorch (docs/deploy.md).
 
-    python tools/deploy/export_onnx.py CONFIG CHECKPOINT --out model.onnx [--shape H W] [--static]
+    python tools/deploy/export_onnx.py CONFIG CKPT --out model.onnx [--shape H W] [--static]
         [--opset 17] [--seed 0] [--no-verify] [--bake-preprocess] [--cfg-options KEY=VALUE ...]
         [--allow-config-mismatch] [--precision fp16 | --quantize int8] [--min-agreement 0.99]
-        [--min-worst-agreement 0.95] [--max-miou-drop 0.5] [--val-images N] [--calibration-images 16]
+        [--min-worst-agreement 0.95] [--max-miou-drop 0.5] [--val-images N] [--calibration-images K]
 
 Graph: normalised (N, 3, H, W) float32 -> logits (N, K, H, W); N, H, W dynamic unless --static
 (then --shape only). The fp32 graph is compared with PyTorch on random inputs (above 1e-4
