@@ -16,7 +16,15 @@ import pytest
 
 from hamseg.apis import init_model
 from hamseg.apis.export import export_onnx
-from tests.apis.test_export import NO_TORCH, RUNNER, TINY, run, tiny_config, write_images
+from tests.apis.test_export import (
+    NO_TORCH,
+    RUNNER,
+    run,
+    tiny_checkpoint,
+    tiny_config,
+    tool,
+    write_images,
+)
 from tests.conftest import REPO
 from tests.helpers import make_checkpoint, one_thread  # noqa: F401  (fixture)
 
@@ -29,11 +37,11 @@ def graphs(tmp_path_factory, one_thread) -> dict:  # noqa: F811
     tmp = tmp_path_factory.mktemp("bench")
     pipeline = [dict(type="LoadImageFromFile"), dict(type="PackSegInputs")]
     config = tiny_config(str(tmp / "cfg.py"), test_pipeline=pipeline)
-    model = init_model(config, make_checkpoint(str(tmp / "m.pth"), TINY, num_classes=3), "cpu")
+    model = init_model(config, tiny_checkpoint(str(tmp / "m.pth")), "cpu")
     files = dict(dynamic=str(tmp / "dynamic.onnx"), static=str(tmp / "static.onnx"))
     export_onnx(model, files["dynamic"], (48, 64))
     export_onnx(model, files["static"], (48, 64), dynamic=False)
-    return dict(files, tmp=tmp)
+    return dict(files, tmp=tmp, config=config)
 
 
 def test_the_benchmark_times_graphs_in_turn_and_names_the_cpu(graphs):
@@ -56,8 +64,9 @@ def test_the_benchmark_times_graphs_in_turn_and_names_the_cpu(graphs):
         assert ("avx2" in result["cpu"]["flags"]) == ("avx2" in flags) and result["cpu"]["name"]
 
 
-def test_the_snippet_of_docs_deploy_runs_verbatim(graphs, tmp_path):
-    """The <= 10-line onnxruntime example gives the runner's label map on a 45x61 image."""
+def test_the_snippet_of_docs_deploy_runs_verbatim(graphs, tmp_path, monkeypatch, capsys):
+    """The <= 10-line onnxruntime example gives the runner's label map on a 45x61 image, and
+    so does tools/infer.py --backend onnxruntime, byte for byte (no test-time resize here)."""
     with open(osp.join(REPO, "docs", "deploy.md")) as f:
         page = f.read()
     snippet = re.search(r"## Your own code.*?```python\n(.*?)```", page, re.S).group(1)
@@ -80,3 +89,9 @@ def test_the_snippet_of_docs_deploy_runs_verbatim(graphs, tmp_path):
     ours = cv2.imread(str(tmp_path / "label.png"), cv2.IMREAD_UNCHANGED)
     theirs = cv2.imread(str(tmp_path / "runner" / "image_label.png"), cv2.IMREAD_UNCHANGED)
     assert ours.shape == (45, 61) and np.array_equal(ours, theirs)
+    args = [str(tmp_path / "image.png"), "--config", graphs["config"], "--backend", "onnxruntime"]
+    args += ["--model", str(tmp_path / "model.onnx"), "--out-dir", str(tmp_path / "infer")]
+    infer = tool("tools/infer.py", *args, "--save-label", monkeypatch=monkeypatch, capsys=capsys)
+    assert infer.returncode == 0, infer.stderr[-2000:]
+    label = tmp_path / "infer" / "image_label.png"
+    assert label.read_bytes() == (tmp_path / "runner" / "image_label.png").read_bytes()
