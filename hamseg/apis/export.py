@@ -1,15 +1,11 @@
-"""ONNX export: normalised (or, baked, raw BGR) (N, 3, H, W) -> logits (N, K, H, W), seeded hams,
-a runner's metadata; its verification, and running it in mmseg (docs/deploy.md)."""
+"""ONNX export (docs/deploy.md): normalised (or raw BGR, baked) (N, 3, H, W) -> logits (N, K, H,
+W), hams seeded, a runner's metadata; checked against PyTorch and the checkpoint's recorded head;
+ONNX Runtime as an mmseg segmentor's network."""
 
-from __future__ import annotations
-
-import contextlib
 import importlib.util
+import inspect
 import json
-import linecache
 import os
-import sys
-import tempfile
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,91 +13,55 @@ from typing import Any, Optional
 
 import numpy as np
 import torch
+import torch.nn.functional as F
+from mmengine.config import Config
 from mmseg.models.decode_heads.ham_head import Matrix_Decomposition_2D_Base
+from mmseg.registry import MODELS
 from torch import Tensor, nn
 
-from hamseg.models.decompositions import MatrixDecomposition2D
+from hamseg.compat.checkpoint import load_checkpoint_file
+from hamseg.models import MatrixDecomposition2D
 from hamseg.utils.errors import UsageError, require_file
 from hamseg.utils.messages import first_items, one_line
 from hamseg.version import __version__
 
-from .head_record import HeadRecord, differences, of_head
 from .inference import class_info
 
-TOLERANCE = 1e-4  #: relative logit difference above which --verify fails
-#: ONNX operators that draw random numbers: a graph with one computes something else every run.
-RANDOM_OPS = set("Bernoulli Multinomial RandomNormal RandomNormalLike RandomUniform".split())
-RANDOM_OPS |= {"RandomUniformLike"}
-#: The lowest opset that expresses every segmentor: mmseg resizes the logits (and SegNeXt's head
-#: its levels) bilinearly with half-pixel centres, ONNX's Resize has them from opset 11; below
-#: it torch writes an Upsample/Resize that computes something else (the demo model's argmax
-#: agreed with PyTorch on 68% of pixels at opsets 9 and 10).
+TOLERANCE = 1e-4  #: relative logit difference above which a graph fails its check
+RANDOM_OPS = {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform"}
+RANDOM_OPS.add("RandomUniformLike")
+#: mmseg resizes logits (and SegNeXt's head its levels) bilinearly with half-pixel centres, which
+#: ONNX's Resize expresses from opset 11; at 9-10 the demo model's argmax agreed on 68% of pixels.
 MIN_OPSET = 11
-#: What torch's exporter warns when an operator it writes may not compute what PyTorch does.
-MAY_NOT_MATCH = "might cause results to not match"
-#: Checks on shapes that are constants of every trace, by their source line: the ham's channel
-#: split, D and the seeded dictionaries' cache key (hamseg/models/decompositions.py), PolyNL's
-#: channel check (the lab's tools/lab/models/poly_nl.py), torch's
-#: "more than one value per channel" check of a norm (torch/nn/functional.py, SegNeXt's
-#: GroupNorm), and the sizes mmseg's resize reads only to decide whether to warn about
-#: align_corners (mmseg/models/utils/wrappers.py, HamNet). Their TracerWarnings are not printed;
-#: any other TracerWarning is.
-EXPECTED_CONSTANTS = (
-    "if C % self.S:",
-    "X.shape[1] != self.D",
-    "cached[0] != key",
-    "x.shape[1] != self.in_channels",
-    "if size_prods == 1:",
-    "input_h, input_w = tuple(int(x) for x in input.shape[2:])",
-    "output_h, output_w = tuple(int(x) for x in size)",
-)
-
-
-class ExportError(UsageError):
-    """The model cannot be exported (one line: what and why)."""
-
-
-def opset_range() -> tuple[int, int]:
-    """The opsets torch's ONNX exporter takes (7 to 23 in torch 2.14)."""
-    from torch.onnx import _constants
-
-    low, high = (getattr(_constants, f"ONNX_{e}_OPSET", d) for e, d in (("MIN", 7), ("MAX", 20)))
-    return int(low), int(high)
-
-
-def check_export_options(shape: Sequence[int], opset: int) -> None:
-    """Raise one line naming ``--shape`` or ``--opset`` for values no export can take."""
-    if len(shape) != 2 or any(int(v) != v or v < 1 for v in shape):
-        raise ExportError(
-            f"--shape {' '.join(map(str, shape))}: H and W must be positive integers, the size "
-            "of the example input (e.g. --shape 512 512)"
-        )
-    low, high = opset_range()
-    if not low <= opset <= high:
-        raise ExportError(
-            f"--opset {opset}: torch {torch.__version__.split('+')[0]}'s ONNX exporter "
-            f"supports opsets {low} to {high}; use one of them (the default is 17)"
-        )
-    if opset < MIN_OPSET:
-        raise ExportError(
-            f"--opset {opset}: ONNX cannot express mmseg's bilinear resize (half-pixel "
-            f"centres) below opset {MIN_OPSET}, so the graph would compute something else; use "
-            f"{MIN_OPSET} to {high} (the default is 17)"
-        )
+#: Modules whose TracerWarnings are shape reads that are constants of every trace (torch's norm
+#: checks, mmseg's resize reading sizes for its align_corners warning); others are shown.
+QUIET_TRACERS = r"(torch\.nn\.functional|mmseg\.models\.utils\.wrappers)$"
+#: Ham settings that do not change what an evaluated model computes (training, D, evaluation).
+NOT_COMPARED = {"D", "train_steps", "grad", "eta", "eval_steps", "eval_seed", "eval_draws"}
+SAME_HEAD = {"LightHamHead": "HamLightHead"}  #: one head for the checks (same checkpoints)
 
 
 def require_deploy() -> None:
     """Raise one line naming the extra if onnx or onnxruntime is not installed."""
     if missing := [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]:
+        raise UsageError(f"{' and '.join(missing)} not installed: pip install 'hamseg[deploy]'")
+
+
+def check_export_options(shape: Sequence[int], opset: int) -> None:
+    """Raise one line naming ``--shape`` or ``--opset`` for values no export can take (opsets:
+    :data:`MIN_OPSET` to the highest of torch's exporter)."""
+    if min(shape) < 1:
+        raise UsageError(f"--shape {' '.join(map(str, shape))}: H and W must be positive")
+    high = int(getattr(torch.onnx._constants, "ONNX_MAX_OPSET", 20))
+    if not MIN_OPSET <= opset <= high:
         raise UsageError(
-            f"{' and '.join(missing)} not installed: pip install 'hamseg[deploy]' (or pip "
-            "install onnx onnxruntime onnxscript)"
+            f"--opset {opset}: use {MIN_OPSET} to {high} (torch {torch.__version__.split('+')[0]}"
+            f" writes up to {high}; below {MIN_OPSET} ONNX cannot express mmseg's bilinear resize)"
         )
 
 
 class SegmentorLogits(nn.Module):
-    """``segmentor.encode_decode(x)``: normalised (N, 3, H, W) -> logits (N, K, H, W); with
-    ``bake``, x is the raw BGR image and the channel swap and mean/std are in the graph."""
+    """``segmentor.encode_decode(x)``; ``bake``: x is the raw BGR image, normalised inside."""
 
     def __init__(self, segmentor: nn.Module, bake: bool = False) -> None:
         super().__init__()
@@ -117,20 +77,82 @@ class SegmentorLogits(nn.Module):
         return self.segmentor.encode_decode(x, meta)
 
 
+def ham_settings(ham: nn.Module) -> dict[str, Any]:
+    """Type and constructor arguments of a hamseg ham as built."""
+    mro = type(ham).__mro__[: type(ham).__mro__.index(MatrixDecomposition2D) + 1]
+    names = [n for cls in mro for n in inspect.signature(cls.__init__).parameters]
+    return dict(type=type(ham).__name__, **{n: getattr(ham, n) for n in names if hasattr(ham, n)})
+
+
+def head_record(head: nn.Module, names: Optional[list] = None) -> dict[str, Any]:
+    """A built decode head: type, its first ham's settings ({}: none), classes."""
+    ham = next((m for m in head.modules() if isinstance(m, MatrixDecomposition2D)), None)
+    settings = ham_settings(ham) if ham is not None else {}
+    return dict(head=type(head).__name__, ham=settings, classes=head.num_classes, names=names)
+
+
+def differences(a: dict, b: dict) -> Optional[tuple[str, str]]:
+    """What records ``a`` and ``b`` say of the first thing they disagree on (None: not said)."""
+    heads = [SAME_HEAD.get(r["head"], r["head"]) for r in (a, b)]
+    if None not in heads and heads[0] != heads[1]:
+        return a["head"], b["head"]
+    if a["ham"] is not None and b["ham"] is not None:
+        x, y = a["ham"], b["ham"]
+        keys = [k for k in x if k in y and k not in NOT_COMPARED and x[k] != y[k]]
+        keys = ["type"] if x.get("type") != y.get("type") else keys
+        if keys:
+            return tuple(
+                "ham " + ", ".join(f"{k}={h.get(k)!r}" for k in keys) if h else "no ham"
+                for h in (x, y)
+            )
+    if None not in (a["classes"], b["classes"]) and a["classes"] != b["classes"]:
+        return f"num_classes={a['classes']}", f"num_classes={b['classes']}"
+    if a["names"] and b["names"] and list(a["names"]) != list(b["names"]):
+        i = next(i for i, (x, y) in enumerate(zip(a["names"], b["names"])) if x != y)
+        return f"class {i} {a['names'][i]!r}", f"class {i} {b['names'][i]!r}"
+    return None
+
+
+def config_head(cfg: Config) -> Optional[dict]:
+    """:func:`head_record` of ``cfg``'s decode head, built (random weights; mmseg's
+    ``LightHamHead`` as ``HamLightHead``, which maps its ``ham_kwargs``); None if none."""
+    if not isinstance(head := cfg.get("model", {}).get("decode_head"), dict):
+        return None  # e.g. a cascade's list of heads
+    with warnings.catch_warnings():  # mmseg's loss builders warn about training options
+        warnings.simplefilter("ignore")
+        return head_record(MODELS.build(dict(head, type=SAME_HEAD.get(head["type"], head["type"]))))
+
+
+def check_trained_head(cfg: Config, checkpoint: str, fix: str) -> None:
+    """Raise one line if the training config stored in ``checkpoint`` (``meta['cfg']``) builds
+    another decode head, ham or class count than ``cfg`` (the weights: the strict load's)."""
+    loaded = load_checkpoint_file(checkpoint)
+    stored = (loaded.get("meta") or {}).get("cfg") if isinstance(loaded, dict) else None
+    try:
+        stored = stored and Config.fromstring(stored, ".py")
+        trained = stored and config_head(stored)
+    except KeyError:  # a type of another code base (the strict load compared the weights)
+        trained = None
+    if found := trained and differences(trained, config_head(cfg)):
+        head = stored.model.decode_head
+        entry = next((f"'s {k}" for k in ("ham_cfg", "ham_kwargs") if head.get(k)), "")
+        raise UsageError(
+            f"{checkpoint} was trained with decode_head {found[0]} (its stored config{entry}) "
+            f"but the config has {found[1]}: {fix}"
+        )
+
+
 def deploy_metadata(segmentor: nn.Module, seed: int = 0, bake: bool = False) -> dict[str, Any]:
-    """The ``hamseg`` metadata_prop of an export (JSON): what a runner does before the graph,
-    mmseg's data preprocessor (mean, std in RGB order if ``bgr_to_rgb``; test-time pad
-    ``size``/``size_divisor`` with ``pad_val``) and the test pipeline's ``Resize`` as mmseg's
-    ``inference_model`` runs it (``scale``, ``keep_ratio``); classes, palette; the decode
-    head's type and its ham's settings as built (:func:`~.head_record.ham_settings`)."""
+    """The ``hamseg`` metadata_prop (JSON): what a runner does around the graph as mmseg's
+    inference (preprocessor, test pipeline's Resize, test_cfg), classes, palette, head, ham."""
     cfg = segmentor.cfg
     classes, palette = class_info(segmentor)
-    record = of_head(segmentor.decode_head, "")
+    record = head_record(segmentor.decode_head)
     pre = cfg.model.get("data_preprocessor", {})
     pipeline = cfg.get("test_pipeline") or cfg.get("test_dataloader", {}).get("dataset", {})
     pipeline = pipeline if isinstance(pipeline, list) else pipeline.get("pipeline", [])
     resize = next((dict(t) for t in pipeline if "Resize" in str(t.get("type"))), None)
-    pad = dict(pre.get("test_cfg") or {})
+    pad, test_cfg = pre.get("test_cfg") or {}, cfg.model.get("test_cfg") or {}
     return dict(
         mean=[float(v) for v in pre.get("mean", (0, 0, 0))],
         std=[float(v) for v in pre.get("std", (1, 1, 1))],
@@ -138,103 +160,36 @@ def deploy_metadata(segmentor: nn.Module, seed: int = 0, bake: bool = False) -> 
         pad_val=float(pre.get("pad_val", 0)),
         pad=dict(size=pad.get("size"), size_divisor=pad.get("size_divisor")),
         resize=resize and dict(scale=resize.get("scale"), keep_ratio=resize.get("keep_ratio")),
+        test_cfg={k: test_cfg.get(k) for k in ("mode", "crop_size", "stride")},
         input="bgr 0-255" if bake else "normalised",
         classes=classes,
         palette=palette,
-        head=record.head,
-        ham=dict(record.ham, eval_seed=seed) if record.ham else None,
+        head=record["head"],
+        ham=dict(record["ham"], eval_seed=seed) if record["ham"] else None,
         hamseg_version=__version__,
     )
 
 
-def of_metadata(info: dict, source: str) -> HeadRecord:
-    """The head record in a graph's ``hamseg`` metadata (a graph written before 0.2 records no
-    head, and its ``ham`` as configured: only its class names are compared)."""
-    names = tuple(info["classes"]) if info.get("classes") else None
-    if "head" not in info:
-        return HeadRecord(names=names, source=source)
-    ham = info.get("ham") or {}
-    return HeadRecord(info["head"], ham, len(names) if names else None, names, source)
-
-
-@contextlib.contextmanager
-def _captured_output() -> Any:
-    """Send fd 1/2 (torch's IR dumps) to a file and record Python's warnings; yields [its text,
-    the warnings] after."""
-    text: list[Any] = []
-    with tempfile.TemporaryFile("w+") as tmp, warnings.catch_warnings(record=True) as caught:
-        warnings.filterwarnings("always", message=f".*{MAY_NOT_MATCH}")
-        sys.stdout.flush(), sys.stderr.flush()
-        saved = [os.dup(1), os.dup(2)]
-        os.dup2(tmp.fileno(), 1), os.dup2(tmp.fileno(), 2)
-        try:
-            yield text
-        finally:
-            sys.stdout.flush(), sys.stderr.flush()
-            for fd, copy in zip((1, 2), saved):
-                os.dup2(copy, fd), os.close(copy)
-            tmp.seek(0)
-            text += [tmp.read(), list(caught)]
-
-
-def _expected(warning: warnings.WarningMessage) -> bool:
-    """Whether ``warning`` is a TracerWarning of one of :data:`EXPECTED_CONSTANTS`."""
-    if warning.category is not torch.jit.TracerWarning:
-        return False
-    line = linecache.getline(warning.filename, warning.lineno)
-    return any(source in line for source in EXPECTED_CONSTANTS)
-
-
-def finish_graph(path: str, classes: int, metadata: dict[str, str]) -> None:
-    """Fix ``logits``' class dimension to ``classes`` and set ``metadata_props``."""
-    import onnx
-
-    model = onnx.load(path)
-    for out in (o for o in model.graph.output if o.name == "logits"):
-        out.type.tensor_type.shape.dim[1].dim_value = classes  # clears the symbol
-    onnx.helper.set_model_props(model, metadata)  # replaces any
-    onnx.save(model, path)
-
-
-def seed_hams(model: nn.Module, seed: int) -> list[str]:
-    """Set ``eval_seed`` of every hamseg ham, return their names; raise :class:`ExportError`
-    for one of mmseg's hams (``LightHamHead``'s NMF2D: a new dictionary at every forward)."""
-    modules = dict(model.named_modules())
-    names = []
-    for name, module in modules.items():
+def seed_hams(model: nn.Module, seed: int) -> None:
+    """Set ``eval_seed`` of every hamseg ham; UsageError for mmseg's (nothing to seed)."""
+    for name, module in model.named_modules():
         if isinstance(module, Matrix_Decomposition_2D_Base):
-            raise ExportError(_mmseg_ham_message(name, module, modules))
+            raise UsageError(
+                f"{name} is mmseg's {type(module).__name__}: it draws its dictionary at random "
+                "(at every forward, or the first), so no graph computes what the model evaluates;"
+                " set the config's decode_head type='HamLightHead' (hamseg's SegNeXt head: "
+                "mmseg's checkpoints load strictly, a seeded dictionary) and export again"
+            )
         if isinstance(module, MatrixDecomposition2D):
             module.eval_seed = seed
-            names.append(name)
-    return names
-
-
-def _mmseg_ham_message(name: str, ham: nn.Module, modules: dict[str, nn.Module]) -> str:
-    parts = name.split(".")
-    heads = (".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1))
-    head = next((h for h in heads if type(modules[h]).__name__ == "LightHamHead"), None)
-    draws = "draws its dictionary at its first forward, not from the checkpoint"
-    draws = "draws a new random dictionary at every forward" if ham.rand_init else draws
-    fix = "build the head on a hamseg ham (NMF, VQ) instead"
-    what = f"{name} is mmseg's {type(ham).__name__}: it {draws}"
-    if head is not None:
-        what = f"{head} is mmseg's LightHamHead: its NMF2D ({name}) {draws}"
-        fix = (
-            "set the config's decode_head type='HamLightHead' (hamseg's SegNeXt head: same "
-            "parameter names, mmseg's checkpoints load strictly, a seeded dictionary) and export "
-            "again"
-        )
-    return f"{what}, so no exported graph computes what the model evaluates; {fix}"
 
 
 def random_operators(path: str) -> dict[str, str]:
-    """Op type -> first node name of each :data:`RANDOM_OPS` operator in the ONNX file,
-    subgraphs (If, Loop, Scan bodies) and local functions included."""
+    """Op type -> first node of each :data:`RANDOM_OPS` operator in the file, subgraphs too."""
     import onnx
 
     model = onnx.load(path, load_external_data=False)
-    found = {}
+    found: dict[str, str] = {}
     graphs = [model.graph, *model.functions]
     while graphs:
         for node in graphs.pop().node:
@@ -249,79 +204,46 @@ def export_onnx(
     segmentor: nn.Module,
     out: str,
     shape: tuple[int, int],
-    dynamic: bool = False,
+    dynamic: bool = True,
     opset: int = 17,
     seed: int = 0,
-    batch: int = 1,
     bake: bool = False,
 ) -> SegmentorLogits:
-    """Export a CPU segmentor to ``out`` (TorchScript exporter) on a (``batch``, 3, *``shape``)
-    example, N/H/W dynamic if ``dynamic`` (K static), hams seeded, :func:`deploy_metadata`, the
-    normalisation in the graph if ``bake``; returns the exported module. TracerWarnings of
-    :data:`EXPECTED_CONSTANTS` are not printed.
-
-    Raises:
-        ExportError: Bad options, an unsupported ham or shape, an operator missing at
-            ``opset``, an operator torch says may not match PyTorch, or a graph with a random
-            operator (``out`` is then removed).
-    """
+    """Export a CPU segmentor to ``out`` (TorchScript exporter) on a (1, 3, *``shape``) example,
+    N/H/W dynamic unless ``dynamic`` is False (K static), hams seeded, :func:`deploy_metadata`;
+    returns the exported module. UsageError (one line, nothing left at ``out``) otherwise."""
     require_deploy()
     check_export_options(shape, opset)
     seed_hams(segmentor, seed)
     model = SegmentorLogits(segmentor.eval(), bake).eval()
-    example = torch.randn(batch, 3, *shape, generator=torch.Generator().manual_seed(seed))
+    example = torch.randn(1, 3, *shape, generator=torch.Generator().manual_seed(seed))
     example = example * 50 + 128 if bake else example
     try:
         with torch.no_grad():
             classes = model(example).shape[1]  # eager: draws the seeded dictionaries
     except RuntimeError as err:
-        raise ExportError(
-            f"the model cannot take an input of {shape[0]}x{shape[1]}: {one_line(err)}"
-        ) from None
+        raise UsageError(f"the model cannot take {shape[0]}x{shape[1]}: {one_line(err)}") from None
     axes = dict.fromkeys(["input", "logits"], {0: "batch", 2: "height", 3: "width"})
-    existed = os.path.exists(out)
-    try:
-        with torch.no_grad(), _captured_output() as printed:
+    names = dict(input_names=["input"], output_names=["logits"], dynamo=False, opset_version=opset)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning, module=QUIET_TRACERS)
+        try:  # a failed export writes no file
             torch.onnx.export(
-                model,
-                (example,),
-                out,
-                dynamo=False,
-                opset_version=opset,
-                input_names=["input"],
-                output_names=["logits"],
-                dynamic_axes=axes if dynamic else None,
+                model, (example,), out, dynamic_axes=axes if dynamic else None, **names
             )
-    except torch.onnx.errors.OnnxExporterError as err:  # e.g. an operator missing at this opset
-        if not existed and os.path.exists(out):
-            os.remove(out)
-        low, high = opset_range()
-        reason = one_line(err).split(" Please feel free to request support")[0]
-        higher = f"; try a higher one, up to {high}" if opset < high else ""
-        raise ExportError(
-            f"--opset {opset}: the ONNX exporter cannot record this model at opset {opset}: "
-            f"{reason[:300]} (torch's exporter supports opsets {low} to {high}{higher})"
-        ) from None
-    output, caught = printed
-    if mismatch := next((w for w in caught if MAY_NOT_MATCH in str(w.message)), None):
-        os.remove(out)
-        raise ExportError(
-            f"--opset {opset}: torch's exporter says the graph may not compute what PyTorch "
-            f"does ({one_line(mismatch.message, 200)}); the file was removed: use a higher "
-            f"opset, up to {opset_range()[1]}"
-        )
-    sys.stderr.write(output)  # what torch printed for a successful export
-    for w in (w for w in caught if not _expected(w)):
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        except torch.onnx.errors.OnnxExporterError as err:
+            reason = one_line(err).split(" Please feel free to request support")[0][:300]
+            raise UsageError(f"--opset {opset}: torch cannot record the model: {reason}") from None
     if found := random_operators(out):
         os.remove(out)
         ops = ", ".join(f"{op} (at {node})" for op, node in found.items())
-        raise ExportError(
-            f"{out}: the exported graph draws random numbers, {ops}: every run would compute "
-            "something else and none what the model evaluated; the file was removed. Use "
-            "hamseg's heads and hams, whose dictionaries the exporter seeds (docs/deploy.md)"
-        )
-    finish_graph(out, classes, {"hamseg": json.dumps(deploy_metadata(segmentor, seed, bake))})
+        raise UsageError(f"{out}: the graph draws random numbers, {ops}; the file was removed")
+    import onnx
+
+    graph, meta = onnx.load(out), json.dumps(deploy_metadata(segmentor, seed, bake))
+    graph.graph.output[0].type.tensor_type.shape.dim[1].dim_value = classes  # not a symbol
+    onnx.helper.set_model_props(graph, {"hamseg": meta})
+    onnx.save(graph, out)
     return model
 
 
@@ -334,32 +256,24 @@ class Verification:
     max_rel: float
     argmax_agreement: float
 
-    @property
-    def ok(self) -> bool:
-        return self.max_rel <= TOLERANCE
-
     def line(self) -> str:
-        verdict = "ok" if self.ok else f"FAILED (> {TOLERANCE:g})"
         return (
             f"{'x'.join(map(str, self.shape))}: max |diff| {self.max_abs:.3g}, relative "
-            f"{self.max_rel:.3g}, argmax agreement {100 * self.argmax_agreement:.3f}% -> {verdict}"
+            f"{self.max_rel:.3g}, argmax agreement {100 * self.argmax_agreement:.3f}% -> "
+            f"{'ok' if self.max_rel <= TOLERANCE else f'FAILED (> {TOLERANCE:g})'}"
         )
 
 
 def onnx_session(path: str, threads: int = 0) -> Any:
-    """An ONNX Runtime CPU session: full optimisation, ``threads`` intra-op threads (0: ORT's)."""
-    require_deploy()
+    """An ONNX Runtime CPU session, ``threads`` intra-op threads (0: ORT's choice)."""
     import onnxruntime as ort
 
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
+    (options := ort.SessionOptions()).intra_op_num_threads = threads
     return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
 def verify_onnx(
-    model: nn.Module, path: str, shapes: Sequence[tuple[int, int, int, int]], seed: int = 1
+    model: nn.Module, path: str, shapes: Sequence[Sequence[int]], seed: int = 1
 ) -> list[Verification]:
     """Compare ONNX Runtime's logits with ``model``'s on a random input of each shape."""
     session = onnx_session(path)
@@ -369,89 +283,58 @@ def verify_onnx(
         with torch.no_grad():
             ref = model(x).numpy()
         got = session.run(None, {"input": x.numpy()})[0]
-        diff = np.abs(got - ref)
-        rel = float(diff.max() / max(np.abs(ref).max(), 1e-12))
+        diff, top = float(np.abs(got - ref).max()), max(float(np.abs(ref).max()), 1e-12)
         agree = float((got.argmax(1) == ref.argmax(1)).mean())
-        results.append(Verification(tuple(shape), float(diff.max()), rel, agree))
+        results.append(Verification(tuple(shape), diff, diff / top, agree))
     return results
 
 
 def use_onnxruntime(
-    segmentor: nn.Module,
-    onnx_file: str,
-    threads: int = 0,
-    names_from: Optional[tuple[str, str]] = None,
+    segmentor: nn.Module, onnx_file: str, threads: int = 0, names_from: Optional[tuple] = None
 ) -> nn.Module:
-    """Make ``segmentor`` compute ``encode_decode`` with ONNX Runtime (in place; returned); the
-    rest stays mmseg's. The graph's class count must be the segmentor's (checked from its shape,
-    else at each run), and the head its metadata records (:func:`of_metadata`: head type, ham
-    settings, class names) the segmentor's; ``names_from``: (kind, file) for the messages.
-
-    Raises:
-        UsageError: A missing or unloadable or baked file, another class count or head, or an
-            input size the graph does not take.
-    """
+    """Make ``segmentor`` compute ``encode_decode`` with ONNX Runtime (in place; returned). Its
+    head, ham and classes must be the graph's and, with ``names_from=('checkpoint', FILE)``, the
+    checkpoint's. A static graph takes other sizes resized to its own (the logits back)."""
+    kind, path = names_from or ("model", "")
     require_file(onnx_file, "ONNX model")
+    if kind == "checkpoint" and path:
+        check_trained_head(segmentor.cfg, path, "pass the config it was trained with")
     try:
         session = onnx_session(onnx_file, threads)
-    except UsageError:
-        raise
     except Exception as err:  # onnxruntime's own exception types
         raise UsageError(
-            f"{onnx_file}: ONNX Runtime cannot load it ({one_line(err, 200)}); export the model "
-            "with tools/deploy/export_onnx.py"
+            f"{onnx_file}: ONNX Runtime cannot load it ({one_line(err, 200)})"
         ) from None
-    inputs = session.get_inputs()
-    outputs = session.get_outputs()
     info = json.loads(session.get_modelmeta().custom_metadata_map.get("hamseg", "{}"))
     if info.get("input", "normalised") != "normalised":
         raise UsageError(
             f"{onnx_file} takes the raw image (exported with --bake-preprocess): run it with "
             "tools/deploy/onnx_runner.py, or export without --bake-preprocess for this backend"
         )
-    if len(inputs) != 1:
-        raise UsageError(
-            f"{onnx_file}: the graph takes {len(inputs)} inputs, not the one image tensor of "
-            "tools/deploy/export_onnx.py"
-        )
-    (graph_input,) = inputs
-    logits_at = next((i for i, o in enumerate(outputs) if o.name == "logits"), 0)
     classes, _ = class_info(segmentor)
-    kind, path = names_from or ("model", "")
-    named = f"{kind} {path}" if path else kind
-    fix = (
-        f"export the model of this {kind} (tools/deploy/export_onnx.py), or pass the {kind} "
-        f"{onnx_file} was exported from"
+    channels = session.get_outputs()[0].shape[1]
+    channels = channels if isinstance(channels, int) else None
+    graph = dict(
+        head=info.get("head"), ham=info.get("ham"), classes=channels, names=info.get("classes")
     )
-
-    def check_classes(channels: Any) -> None:
-        if channels != len(classes):
-            raise UsageError(
-                f"{onnx_file} gives {channels} classes but the {named} names {len(classes)} "
-                f"({first_items(classes, 8)}): {fix}"
-            )
-
-    if len(shape := outputs[logits_at].shape if outputs else []) > 1 and isinstance(shape[1], int):
-        check_classes(shape[1])
-    graph = of_metadata(info, onnx_file)
-    if found := differences(graph, of_head(segmentor.decode_head, named, classes)):
+    if found := differences(graph, head_record(segmentor.decode_head, classes)):
+        named = f"{kind} {path}" if path else kind
         raise UsageError(
             f"{onnx_file} was exported from decode_head {found[0]} but the {named} has "
-            f"{found[1]}: {fix}"
+            f"{found[1]} ({first_items(classes, 4)}): export the model of this {kind} "
+            f"(tools/deploy/export_onnx.py), or pass the {kind} {onnx_file} was exported from"
         )
+    (graph_input,) = session.get_inputs()
+    size = tuple(graph_input.shape[2:])
+    size = size if all(isinstance(v, int) for v in size) else None
 
     def encode_decode(inputs: Tensor, batch_img_metas: Any = None) -> Tensor:
-        array = inputs.detach().cpu().numpy().astype(np.float32)
-        try:
-            logits = session.run(None, {graph_input.name: array})[logits_at]
-        except Exception as err:  # onnxruntime's own exception types
-            raise UsageError(
-                f"{onnx_file}: ONNX Runtime cannot run an input of shape {tuple(array.shape)} "
-                f"(the graph takes {graph_input.shape}; export with --dynamic for any size): "
-                f"{one_line(err, 200)}"
-            ) from None
-        check_classes(logits.shape[1] if logits.ndim > 1 else None)
-        return torch.from_numpy(logits).to(inputs.device)
+        x = inputs.detach().float().cpu()
+        resize = lambda t, to: F.interpolate(t, to, mode="bilinear", align_corners=False)
+        fit = size is not None and tuple(x.shape[2:]) != size
+        logits = session.run(None, {graph_input.name: (resize(x, size) if fit else x).numpy()})[0]
+        logits = torch.from_numpy(logits)
+        return (resize(logits, inputs.shape[2:]) if fit else logits).to(inputs.device)
 
     segmentor.encode_decode = encode_decode
     return segmentor

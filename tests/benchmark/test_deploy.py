@@ -1,115 +1,97 @@
-"""tools.lab.benchmark.deploy: eager vs ONNX Runtime at equal threads, consistent numbers, ORT's
-per-operator profile and the eval_draws table."""
+"""tools/deploy/benchmark_onnx.py (latency of graphs in turn, JSON with the CPU's instruction
+sets) and docs/deploy.md's onnxruntime snippet, run verbatim."""
 
 from __future__ import annotations
 
-import runpy
+import json
+import os.path as osp
+import re
+import shutil
+import subprocess
+import sys
 
+import cv2
 import numpy as np
 import pytest
 
+from hamseg.apis import init_model
+from hamseg.apis.export import export_onnx
+from tests.apis.test_export import (
+    NO_TORCH,
+    RUNNER,
+    run,
+    tiny_checkpoint,
+    tiny_config,
+    tool,
+    write_images,
+)
 from tests.conftest import REPO
-from tests.helpers import one_thread  # noqa: F401  (fixture)
+from tests.helpers import make_checkpoint, one_thread  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-@pytest.fixture
-def two_val_images(monkeypatch):
-    """Two (input, ground truth) pairs of 40x40 instead of the config's val split, one of
-    them for calibration."""
-    from tools.lab.benchmark import deploy
+@pytest.fixture(scope="module")
+def graphs(tmp_path_factory, one_thread) -> dict:  # noqa: F811
+    """The tiny model without the test Resize, exported dynamic and static (48x64)."""
+    tmp = tmp_path_factory.mktemp("bench")
+    pipeline = [dict(type="LoadImageFromFile"), dict(type="PackSegInputs")]
+    config = tiny_config(str(tmp / "cfg.py"), test_pipeline=pipeline)
+    model = init_model(config, tiny_checkpoint(str(tmp / "m.pth")), "cpu")
+    files = dict(dynamic=str(tmp / "dynamic.onnx"), static=str(tmp / "static.onnx"))
+    export_onnx(model, files["dynamic"], (48, 64))
+    export_onnx(model, files["static"], (48, 64), dynamic=False)
+    return dict(files, tmp=tmp, config=config)
 
-    rng = np.random.default_rng(0)
-    batches = [(rng.normal(size=(1, 3, 40, 40)).astype(np.float32), rng.integers(0, 7, (40, 40)))]
-    monkeypatch.setattr(deploy, "val_batches", lambda model, n: batches * 2)
-    monkeypatch.setattr(deploy, "calibration_inputs", lambda model: ([batches[0][0]], "train"))
 
-
-def test_deploy_latency_rows_profile_and_table(monkeypatch, two_val_images):
-    import torch
-
-    from tools.deploy import precision
-    from tools.lab.benchmark import deploy
-
-    threads_seen = []
-
-    def session(f, n):
-        threads_seen.append((n, torch.get_num_threads()))
-        return precision.onnx_session(f, n)
-
-    monkeypatch.setattr(deploy, "onnx_session", session)
-    result = deploy.latency(deploy.DEMO, 40, None, [1, 2], runs=2, profile_runs=1)
+def test_the_benchmark_times_graphs_in_turn_and_names_the_cpu(graphs):
+    out = graphs["tmp"] / "bench.json"
+    args = [graphs["dynamic"], graphs["static"], "--shape", "48", "64", "--runs", "3"]
+    proc = run("-c", NO_TORCH, "tools/deploy/benchmark_onnx.py", *args, "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(out.read_text())
     rows = result["rows"]
-    backends = ["eager fp32", "ORT fp32", "ORT fp16", "ORT int8", "ORT int8-dynamic"]
-    assert [(r["backend"], r["threads"]) for r in rows] == [
-        (b, n) for n in (1, 2) for b in backends
-    ]
-    assert threads_seen == [(1, 1)] * 4 + [(2, 2)] * 4  # ORT's intra-op threads = torch's
-    eager = {n: next(r for r in rows if r["threads"] == n)["ms"] for n in (1, 2)}
-    ort = {
-        n: next(r for r in rows if r["threads"] == n and r["backend"] == "ORT fp32") for n in (1, 2)
-    }
-    for r in rows:
-        assert r["min_ms"] <= r["ms"] <= r["max_ms"] and r["runs"] == 2 and r["val_images"] == 2
-        assert r["ratio"] == pytest.approx(r["ms"] / eager[r["threads"]])
-        assert r["ratio_ort"] == pytest.approx(r["ms"] / ort[r["threads"]]["ms"])
-        assert r["cpu_ratio_ort"] == pytest.approx(r["cpu_ms"] / ort[r["threads"]]["cpu_ms"])
-        # the process's CPU time of a call: at most every thread busy for the slowest call
-        assert 0 < r["cpu_ms"] <= (r["threads"] + 1) * r["max_ms"]
-        assert 0 <= r["worst"] <= r["agreement"] <= 1
-    assert rows[1]["agreement"] == 1.0 and rows[0]["miou"] == rows[1]["miou"]
-    profiles = result["profiles"]
-    assert list(profiles) == ["fp32", "int8"]
-    for ops in profiles.values():
-        assert sum(o["share"] for o in ops) == pytest.approx(1)
-        assert all(o["ms"] >= 0 and o["nodes"] >= 1 for o in ops)
-        assert any(o["op"].endswith(" (ham)") for o in ops)  # the ham's nodes apart
-    assert "QLinearConv" in {o["op"] for o in profiles["int8"]}
-    tool = runpy.run_path(f"{REPO}/tools/benchmark_deploy.py")
-    table = tool["markdown"]("demo", rows).splitlines()
-    assert table[0].startswith(
-        "| model | backend | ms, 1 thr (min-max) | / eager | / ORT fp32 | CPU ms | CPU / ORT fp32 |"
-    )
-    assert len(table) == 2 + 5 and table[3].startswith("| demo 40 | ORT fp32 | ")
-    profile = tool["profile_markdown"]("demo", profiles).splitlines()
-    assert profile[2].startswith("| ORT fp32 | all kernels | ")
-
-
-def test_a_model_without_val_split_is_timed_with_random_calibration():
-    from tools.lab.benchmark import deploy
-
-    result = deploy.latency(
-        deploy.DEMO, 40, None, [1], runs=2, backends=["ORT fp32", "ORT int8"], quality=False
-    )
-    assert [r["backend"] for r in result["rows"]] == ["ORT fp32", "ORT int8"]
-    assert all(r["miou"] is None and r["val_images"] == 0 for r in result["rows"])
-    assert result["rows"][0]["ratio_ort"] == 1
-
-
-def test_the_draws_table_times_every_graph_and_spans_the_seeds(two_val_images):
-    from tools.lab.benchmark import deploy
-
-    rows = deploy.draws_table(deploy.DEMO, 40, None, draws=(1, 3), seeds=3, runs=2)
-    assert [r["draws"] for r in rows] == [1, 3]
-    for r in rows:
-        assert r["seeds"] == 3 and r["val_images"] == 2 and r["runs"] == 2
-        assert r["miou_min"] <= r["miou"] <= r["miou_max"]  # the graph is eval_seed 0's model
-        assert r["miou_min"] <= r["miou_mean"] <= r["miou_max"]
-        for p in ("fp32", "int8"):
-            assert r[f"{p}_min_ms"] <= r[f"{p}_ms"] <= r[f"{p}_max_ms"] and r[f"{p}_cpu_ms"] > 0
-    table = runpy.run_path(f"{REPO}/tools/benchmark_deploy.py")["draws_markdown"]("demo", rows)
-    assert table.splitlines()[2].startswith("| eval_draws=1 | ")
-
-
-def test_the_recipe_table_times_each_int8_variant_against_ort_fp32(two_val_images):
-    from tools.lab.benchmark import deploy
-
-    rows = deploy.recipe_table(deploy.DEMO, 40, None, ["shipped", "QDQ format"], runs=2)
-    assert [r["recipe"] for r in rows] == ["ORT fp32", "shipped", "QDQ format"]
-    assert rows[0]["ratio_ort"] == rows[0]["cpu_ratio_ort"] == 1 and rows[0]["agreement"] == 1
+    assert [r["model"] for r in rows] == [graphs["dynamic"], graphs["static"]]
+    assert rows[0]["ratio"] == rows[0]["cpu_ratio"] == 1
     for r in rows:
         assert r["min_ms"] <= r["ms"] <= r["max_ms"] and r["cpu_ms"] > 0
-        assert 0 <= r["worst"] <= r["agreement"] <= 1 and 0 <= r["miou"] <= 100
-    table = runpy.run_path(f"{REPO}/tools/benchmark_deploy.py")["recipes_markdown"]("demo", rows)
-    assert table.splitlines()[3].startswith("| shipped | ")
+        assert r["ratio"] == pytest.approx(r["ms"] / rows[0]["ms"])
+        assert f"{r['model']}: {r['ms']:.1f} ms" in proc.stdout
+    assert result["runs"] == 3 and result["shape"] == [48, 64] and result["threads"] == 1
+    if osp.isfile("/proc/cpuinfo"):
+        flags = open("/proc/cpuinfo").read().split()
+        assert result["cpu"]["flags"] == [f for f in result["cpu"]["flags"] if f in flags]
+        assert ("avx2" in result["cpu"]["flags"]) == ("avx2" in flags) and result["cpu"]["name"]
+
+
+def test_the_snippet_of_docs_deploy_runs_verbatim(graphs, tmp_path, monkeypatch, capsys):
+    """The <= 10-line onnxruntime example gives the runner's label map on a 45x61 image, and
+    so does tools/infer.py --backend onnxruntime, byte for byte (no test-time resize here)."""
+    with open(osp.join(REPO, "docs", "deploy.md")) as f:
+        page = f.read()
+    snippet = re.search(r"## Your own code.*?```python\n(.*?)```", page, re.S).group(1)
+    assert len(snippet.strip().splitlines()) <= 10
+    shutil.copy(graphs["dynamic"], tmp_path / "model.onnx")
+    write_images(str(tmp_path), [(45, 61)])
+    shutil.move(tmp_path / "0.png", tmp_path / "image.png")
+    (tmp_path / "snippet.py").write_text(snippet)
+    cmd = [sys.executable, "-c", NO_TORCH, "snippet.py"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    runner = run(
+        RUNNER,
+        str(tmp_path / "model.onnx"),
+        str(tmp_path / "image.png"),
+        "--out-dir",
+        str(tmp_path / "runner"),
+    )
+    assert runner.returncode == 0, runner.stderr[-2000:]
+    ours = cv2.imread(str(tmp_path / "label.png"), cv2.IMREAD_UNCHANGED)
+    theirs = cv2.imread(str(tmp_path / "runner" / "image_label.png"), cv2.IMREAD_UNCHANGED)
+    assert ours.shape == (45, 61) and np.array_equal(ours, theirs)
+    args = [str(tmp_path / "image.png"), "--config", graphs["config"], "--backend", "onnxruntime"]
+    args += ["--model", str(tmp_path / "model.onnx"), "--out-dir", str(tmp_path / "infer")]
+    infer = tool("tools/infer.py", *args, "--save-label", monkeypatch=monkeypatch, capsys=capsys)
+    assert infer.returncode == 0, infer.stderr[-2000:]
+    label = tmp_path / "infer" / "image_label.png"
+    assert label.read_bytes() == (tmp_path / "runner" / "image_label.png").read_bytes()

@@ -1,4 +1,5 @@
-"""fp16 / int8 graphs (tools/deploy/precision.py, export_onnx.py --precision/--quantize)."""
+"""fp16 and int8 graphs (hamseg.apis.precision; export_onnx.py --precision, --quantize): the
+conversions, their gates on the val split, the data they need checked before the export."""
 
 from __future__ import annotations
 
@@ -6,200 +7,189 @@ import json
 import os
 import os.path as osp
 import re
+import time
 
 import numpy as np
 import pytest
 
 from hamseg.apis import init_model
 from hamseg.apis.export import export_onnx
-from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
-from tests.apis.test_export import EXPORT, NMF
-from tests.helpers import make_checkpoint, one_thread  # noqa: F401  (fixture)
-from tests.tools.test_finetune_path import one_line_error, run
-from tools.deploy.precision import compare, convert, miou, predictions, val_batches
+from hamseg.apis.precision import Agreement, compare, convert, gate_datasets, samples
+from tests.apis.test_export import (
+    EXPORT,
+    RUNNER,
+    TINY,
+    one_line_error,
+    run,
+    tiny_checkpoint,
+    tiny_config,
+    tool,
+)
+from tests.conftest import REPO, write_tiny_dataset
+from tests.helpers import one_thread, run_tool_here  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory, one_thread) -> dict:  # noqa: F811
-    """A 48x48 Context Shapes (1 train, 3 val images), a config reading it, a checkpoint and
-    its fp32 export."""
+    """The tiny model on a tiny dataset (4 train, 3 val images), a checkpoint, its fp32 export."""
     tmp = tmp_path_factory.mktemp("precision")
-    root = str(tmp / "data")
-    generate_context_shapes(root, ContextShapesConfig(size=48, num_train=1, num_val=3), False)
-    config = tmp / "cfg.py"
-    config.write_text(
-        f"_base_ = [{NMF!r}]\ndata_root = {root!r}\n"
-        "train_dataloader = dict(dataset=dict(data_root=data_root))\n"
-        "val_dataloader = dict(dataset=dict(data_root=data_root))\n"
-    )
-    ckpt = make_checkpoint(str(tmp / "m.pth"))
-    model = init_model(str(config), ckpt, "cpu")
+    root = write_tiny_dataset(str(tmp / "data"), n_train=4, n_val=3)
+    loaders = {f"{s}_dataloader": dict(dataset=dict(data_root=root)) for s in ("train", "val")}
+    config = tiny_config(str(tmp / "cfg.py"), **loaders)
+    ckpt = tiny_checkpoint(str(tmp / "m.pth"))
+    model = init_model(config, ckpt, "cpu")
     fp32 = str(tmp / "fp32.onnx")
-    export_onnx(model, fp32, (48, 48), dynamic=True)
-    return dict(config=str(config), ckpt=ckpt, model=model, fp32=fp32, tmp=tmp)
+    export_onnx(model, fp32, (32, 32))
+    return dict(config=config, ckpt=ckpt, model=model, fp32=fp32, tmp=tmp, root=root)
 
 
-def test_miou_of_a_confusion_matrix():
-    confusion = np.array([[3, 1, 0], [0, 2, 0], [0, 0, 0]])  # class 2 absent: not counted
-    assert miou(confusion) == pytest.approx(100 * (3 / 4 + 2 / 3) / 2)
-
-
-def test_miou_counts_classes_as_mmseg_iou_metric_does():
-    """Class 4 absent from labels and predictions (left out), class 3 only predicted (IoU 0)."""
-    import torch
-    from mmseg.evaluation.metrics import IoUMetric
-
-    rng = np.random.default_rng(3)
-    label = rng.integers(0, 3, (13, 11))
-    label[0, :4] = 255  # ignored
-    pred = np.where(rng.random((13, 11)) < 0.3, rng.integers(0, 4, (13, 11)), label)
-    keep = label != 255
-    confusion = np.zeros((5, 5), np.int64)
-    np.add.at(confusion, (label[keep], pred[keep]), 1)
-    areas = IoUMetric.intersect_and_union(torch.from_numpy(pred), torch.from_numpy(label), 5, 255)
-    iou = IoUMetric.total_area_to_metrics(*areas, ["mIoU"])["IoU"]
-    assert np.isnan(iou[4]) and iou[3] == 0
-    assert miou(confusion) == pytest.approx(100 * np.nanmean(iou))
-
-
-def test_each_precision_is_converted_and_compared_on_the_val_split(setup):
+def test_fp16_and_int8_are_compared_with_fp32_on_the_val_split(setup):
+    """int8 calibrates on the train split (through the val pipeline), leaves the Hamburger in float;
+    the comparison is over every val pixel; the files carry the metadata and their precision."""
     import onnx
 
-    batches = list(val_batches(setup["model"]))
-    assert len(batches) == 3 and batches[0][0].shape == (1, 3, 48, 48)
-    assert batches[0][1].shape == (48, 48) and batches[0][1].max() < 7
-    same = compare(setup["fp32"], setup["fp32"], "fp32", batches)
-    assert same.agreement == same.worst == 1.0 and same.miou == same.miou_fp32
-    reference = predictions(setup["fp32"], batches)  # fp32 run once, reused
-    ops = {}
-    for precision in ("fp16", "int8", "int8-dynamic"):
+    val, calibration, split = gate_datasets(setup["model"].cfg, "int8")
+    assert (len(val), len(calibration), split) == (3, 4, "train")
+    batches = samples(setup["model"], val)
+    assert [x.shape for x, _ in batches] == [(1, 3, 32, 32)] * 3  # the pipeline's 32x32
+    assert [gt.shape for _, gt in batches] == [(33, 37), (35, 37), (37, 37)] and batches[0][
+        1
+    ].max() < 3
+    same = compare(setup["fp32"], setup["fp32"], "fp32", batches, 3)
+    assert same.agreement == same.worst == 1 and same.miou == same.miou_fp32
+    for precision in ("fp16", "int8"):
         out = str(setup["tmp"] / f"{precision}.onnx")
-        convert(setup["fp32"], out, precision, [x for x, _ in batches])
-        model = onnx.load(out)
-        ops[precision] = {n.op_type for n in model.graph.node}
-        meta = {p.key: p.value for p in model.metadata_props}
+        convert(setup["fp32"], out, precision, [x for x, _ in samples(setup["model"], calibration)])
+        graph = onnx.load(out)
+        meta = {p.key: p.value for p in graph.metadata_props}
         assert meta["precision"] == precision and json.loads(meta["hamseg"])["ham"]["type"] == "NMF"
-        result = compare(setup["fp32"], out, precision, batches)
-        assert compare(reference, out, precision, batches) == result
-        assert 0.5 < result.agreement <= 1 and result.worst <= result.agreement
-        assert result.miou_fp32 == same.miou and result.line().startswith(f"{precision}: argmax")
-    assert "Cast" in ops["fp16"] and "ConvInteger" in ops["int8-dynamic"]
-    assert "QuantizeLinear" in ops["int8"] and "DynamicQuantizeLinear" in ops["int8-dynamic"]
+        result = compare(setup["fp32"], out, precision, batches, 3)
+        assert 0.9 <= result.worst <= result.agreement <= 1 and result.miou_fp32 == same.miou
+        ops = {n.op_type for n in graph.graph.node}
+        ham = [n.op_type for n in graph.graph.node if "/hamburger/ham/" in n.name]
+        if precision == "fp16":
+            assert "Cast" in ops and result.agreement >= 0.999
+        else:
+            block = [n.op_type for n in graph.graph.node if "/hamburger/" in n.name]
+            assert "QLinearConv" in ops and "MatMul" in ham and "Conv" in block
+            assert not [op for op in block if op.startswith("QLinear") or "Integer" in op]
+            convs = [n.name for n in graph.graph.node if n.op_type == "Conv"]
+            assert all("/hamburger/" in name for name in convs)  # the rest is int8
 
 
-def test_a_graph_below_min_agreement_is_refused_and_removed(setup):
-    out = setup["tmp"] / "q.onnx"
-    args = [EXPORT, setup["config"], setup["ckpt"], "--out", str(out), "--shape", "48", "48"]
-    error = one_line_error(run(*args, "--quantize", "int8", "--min-agreement", "1.01"))
-    assert error.startswith(f"error: {out}: int8: argmax agreement with fp32 ")
-    assert ": agreement below --min-agreement 1.01" in error  # (and any other bound missed)
-    assert error.endswith(
-        "; the file was removed (use another --precision, or loosen the bound to keep it)"
+def test_the_bounds_missed_are_named_by_their_options():
+    result = Agreement("int8", agreement=0.985, worst=0.93, miou=70.0, miou_fp32=70.6)
+    assert result.line() == (
+        "int8: argmax agreement with fp32 98.50% (worst image 93.00%), val mIoU 70.00 (fp32 "
+        "70.60, drop 0.60)"
     )
+    assert result.missed(0.99, 0.95, 0.5) == [
+        "agreement below --min-agreement 0.99",
+        "worst image below --min-worst-agreement 0.95",
+        "mIoU drop 0.60 above --max-miou-drop 0.5",
+    ]
+    assert result.missed(0.98, 0.9, 0.6) == []
+
+
+def test_a_graph_outside_the_bounds_is_removed_and_one_inside_kept(setup, monkeypatch, capsys):
+    out = setup["tmp"] / "q.onnx"
+    args = [setup["config"], setup["ckpt"], "--out", str(out), "--shape", "32", "32"]
+    export = lambda *more: tool(EXPORT, *args, *more, monkeypatch=monkeypatch, capsys=capsys)  # noqa: E731
+    error = one_line_error(export("--quantize", "int8", "--min-agreement", "1.01"))
+    assert error.startswith(f"error: {out}: int8: argmax agreement with fp32 ")
+    assert "agreement below --min-agreement 1.01" in error and "file was removed" in error
     assert not out.exists()
-    proc = run(*args, "--precision", "fp16", "--min-agreement", "0.5", "--val-images", "2")
-    assert proc.returncode == 0 and osp.exists(out), proc.stderr[-2000:]
-    assert re.search(r"^fp16: argmax agreement with fp32 \S+% \(worst image", proc.stdout, re.M)
+    proc = export("--precision", "fp16", "--val-images", "2", "--static")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    val = gate_datasets(setup["model"].cfg, "fp16")[0]
+    static = samples(setup["model"], val, 2, (32, 32))
+    fp32 = str(setup["tmp"] / "static.onnx")
+    export_onnx(setup["model"], fp32, (32, 32), dynamic=False)
+    written = compare(fp32, str(out), "fp16", static, 3)
+    assert f"{written.line()}\n" in proc.stdout  # the numbers of the file written
+    assert "--bake-preprocess" in one_line_error(export("--quantize", "int8", "--bake-preprocess"))
 
 
-@pytest.fixture(scope="module")
-def labelled_by_fp32(setup) -> str:
-    """A config whose val labels are the fp32 graph's own predictions: fp32 val mIoU 100, so
-    every pixel another graph changes costs mIoU."""
-    import shutil
+def test_an_int8_graph_on_a_cpu_without_vnni_gets_a_hint_from_the_runner(setup):
+    out = str(setup["tmp"] / "hint.onnx")
+    val, calibration, _ = gate_datasets(setup["model"].cfg, "int8")
+    convert(setup["fp32"], out, "int8", [x for x, _ in samples(setup["model"], calibration)])
+    images = osp.join(setup["root"], "img_dir", "val")
+    proc = run(RUNNER, out, images, "--out-dir", str(setup["tmp"] / "hint"))
+    assert proc.returncode == 0 and "wrote 3 label map(s)" in proc.stdout, proc.stderr[-2000:]
+    flags = open("/proc/cpuinfo").read().split() if osp.isfile("/proc/cpuinfo") else ["avx_vnni"]
+    vnni = bool({"avx512_vnni", "avx_vnni", "amx_int8"} & set(flags))
+    assert ("without VNNI/AMX" in proc.stderr) != vnni
 
+
+def voc_like(root: str, ann_file: bool) -> str:
+    """A VOC layout with one image; ImageSets/Segmentation/val.txt only if ``ann_file``."""
     import cv2
 
-    root = str(setup["tmp"] / "data_fp32")
-    shutil.copytree(str(setup["tmp"] / "data"), root)
-    model = init_model(setup["config"], setup["ckpt"], "cpu")
-    preds = predictions(setup["fp32"], list(val_batches(model)))
-    anns = sorted(os.listdir(osp.join(root, "ann_dir", "val")))
-    for name, pred in zip(anns, preds):
-        cv2.imwrite(osp.join(root, "ann_dir", "val", name), pred.astype(np.uint8))
-    config = setup["tmp"] / "fp32_labels.py"
-    config.write_text(
-        f"_base_ = [{setup['config']!r}]\nval_dataloader = dict(dataset=dict(data_root={root!r}))\n"
+    os.makedirs(osp.join(root, "JPEGImages"))
+    os.makedirs(osp.join(root, "SegmentationClass"))
+    cv2.imwrite(osp.join(root, "JPEGImages", "a.jpg"), np.zeros((9, 9, 3), np.uint8))
+    cv2.imwrite(osp.join(root, "SegmentationClass", "a.png"), np.zeros((9, 9), np.uint8))
+    if ann_file:
+        os.makedirs(osp.join(root, "ImageSets", "Segmentation"))
+        with open(osp.join(root, "ImageSets", "Segmentation", "val.txt"), "w") as f:
+            f.write("a\n")
+    return root
+
+
+def test_a_missing_or_empty_split_is_one_line_before_the_export(tmp_path, monkeypatch, capsys):
+    """Issue 51 (2): configs/ham_voc.py without its ann_file (mmseg asserts "Failed to load
+    ann_file"), a missing data folder and an empty split: one line, exit 2, in seconds, before
+    the model is built (the checkpoint is not even read: an empty file)."""
+    ckpt = tmp_path / "never_read.pth"
+    ckpt.write_bytes(b"")
+    out = str(tmp_path / "m.onnx")
+    empty = str(tmp_path / "empty")
+    for split in ("train", "val"):
+        os.makedirs(osp.join(empty, "img_dir", split))
+        os.makedirs(osp.join(empty, "ann_dir", split))
+    cases = [
+        ("configs/ham_voc.py", voc_like(str(tmp_path / "voc"), False), "int8", "Failed to load"),
+        (TINY, str(tmp_path / "nowhere"), "fp16", "is not there"),
+        (TINY, empty, "int8", "has no images"),
+    ]
+    for config, root, precision, said in cases:
+        flag = ["--quantize", "int8"] if precision == "int8" else ["--precision", "fp16"]
+        args = [config, str(ckpt), "--out", out, *flag, "--cfg-options", f"data_root={root}"]
+        start = time.perf_counter()
+        code, stdout, stderr = run_tool_here(EXPORT, args, monkeypatch, capsys)
+        error = [ln for ln in stderr.splitlines() if ln.startswith("error: ")]
+        assert code == 2 and len(error) == 1 and said in error[0], stderr[-2000:]
+        assert "val split" in error[0] and "data_root=PATH" in error[0]
+        assert time.perf_counter() - start < 60 and not osp.exists(out)
+    voc_like(str(tmp_path / "voc_ok"), True)
+    options = ["--cfg-options", f"data_root={tmp_path / 'voc_ok'}"]
+    code, _, stderr = run_tool_here(
+        EXPORT,
+        ["configs/ham_voc.py", str(ckpt), "--out", out, "--quantize", "int8", *options],
+        monkeypatch,
+        capsys,
     )
-    return str(config)
+    assert code != 0 and "val split" not in stderr  # the data is there: the empty checkpoint fails
 
 
-def test_an_int8_graph_that_loses_more_than_half_a_point_of_miou_is_removed(
-    setup, labelled_by_fp32
-):
-    """Issue 39 (3): agreement bounds off (0), the mIoU gate alone refuses the int8 file; with
-    a looser bound the file is kept and its printed numbers are those of the file written."""
-    out = setup["tmp"] / "loses.onnx"
-    args = [EXPORT, labelled_by_fp32, setup["ckpt"], "--out", str(out), "--shape", "48", "48"]
-    args += ["--dynamic"]  # as the fixture's fp32 graph
-    args += ["--quantize", "int8", "--min-agreement", "0", "--min-worst-agreement", "0"]
-    error = one_line_error(run(*args))
-    line = re.search(r"val mIoU (\S+) \(fp32 (\S+), drop (\S+)\)", error)
-    miou_int8, miou_fp32, drop = map(float, line.groups())
-    assert miou_fp32 == 100 and drop == pytest.approx(100 - miou_int8, abs=0.011) and drop > 0.5
-    assert error.endswith(
-        f"mIoU drop {drop:.2f} above --max-miou-drop 0.5; the file was "
-        "removed (use another --precision, or loosen the bound to keep it)"
+@pytest.mark.slow
+def test_int8_of_the_readme_demo_checkpoint(trained_demo, tmp_path):
+    """Issue 51 (3): the checkpoint `python tools/run_demo.py` writes, int8 at the default
+    gates."""
+    ckpt, data = trained_demo
+    config = osp.join(REPO, "configs", "demo", "hamhead-nmf_r18-d8_context-shapes.py")
+    out = str(tmp_path / "int8.onnx")
+    args = [EXPORT, config, ckpt, "--out", out, "--shape", "128", "128", "--quantize", "int8"]
+    proc = run(*args, "--cfg-options", f"data_root={data}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = re.search(
+        r"^int8: argmax agreement with fp32 (\S+)% \(worst image (\S+)%\), val mIoU "
+        r"\S+ \(fp32 \S+, drop (\S+)\)$",
+        proc.stdout,
+        re.M,
     )
-    assert not out.exists()
-    kept = run(*args, "--max-miou-drop", "100")
-    assert kept.returncode == 0, kept.stderr[-2000:]
-    model = init_model(labelled_by_fp32, setup["ckpt"], "cpu")
-    written = compare(setup["fp32"], str(out), "int8", list(val_batches(model)))
-    assert f"{written.line()}\n" in kept.stdout  # the check ran on the file written
-
-
-def test_the_int8_recipe_quantizes_outside_the_ham_only(setup):
-    """The default recipe: every convolution outside the ham in int8 (QOperator, uint8
-    activations), the ham's products in float; a depthwise limit keeps larger kernels float."""
-    import onnx
-
-    from tools.deploy.int8 import HAM_SCOPE, Recipe, float_nodes
-
-    out = str(setup["tmp"] / "recipe.onnx")
-    calibration = [x for x, _ in val_batches(setup["model"])]
-    convert(setup["fp32"], out, "int8", calibration)
-    nodes = onnx.load(out).graph.node
-    ham = [n for n in nodes if HAM_SCOPE in n.name]
-    assert ham and not [n for n in ham if "Integer" in n.op_type or n.op_type.startswith("QLinear")]
-    assert {"MatMul", "Div"} <= {n.op_type for n in ham}
-    fp32_convs = [n for n in onnx.load(setup["fp32"]).graph.node if n.op_type == "Conv"]
-    int8_convs = [n for n in nodes if n.op_type == "QLinearConv"]
-    assert len(int8_convs) == len(fp32_convs) and not [n for n in nodes if n.op_type == "Conv"]
-    depthwise = onnx.helper.make_graph(
-        [onnx.helper.make_node("Conv", ["x", "w"], ["y"], name="dw", group=4)],
-        "g",
-        [],
-        [],
-        [onnx.numpy_helper.from_array(np.zeros((4, 1, 5, 5), np.float32), "w")],
-    )
-    model = onnx.helper.make_model(depthwise)
-    assert float_nodes(model, Recipe(depthwise=9)) == ["dw"]
-    assert float_nodes(model, Recipe(depthwise=25)) == float_nodes(model, Recipe()) == []
-
-
-def test_gelu_is_fused_into_one_operator_with_the_same_values(tmp_path):
-    import onnxruntime as ort
-    import torch
-
-    from tools.deploy.int8 import fuse_gelu
-
-    path = str(tmp_path / "gelu.onnx")
-    torch.onnx.export(
-        torch.nn.Sequential(torch.nn.Conv2d(3, 5, 1), torch.nn.GELU()),
-        (torch.randn(1, 3, 4, 6),),
-        path,
-        dynamo=False,
-        opset_version=17,  # erf-GELU (opset 20 has a Gelu operator)
-        input_names=["input"],
-    )
-    x = np.random.default_rng(0).normal(size=(1, 3, 4, 6)).astype(np.float32)
-    before = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"input": x})
-    assert fuse_gelu(path) == 1
-    import onnx
-
-    assert [n.op_type for n in onnx.load(path).graph.node] == ["Conv", "Gelu"]
-    after = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"input": x})
-    np.testing.assert_allclose(after[0], before[0], rtol=1e-5, atol=1e-6)
+    agreement, worst, drop = map(float, line.groups())
+    assert agreement >= 99 and worst >= 95 and drop <= 0.5 and osp.exists(out)
