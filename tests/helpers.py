@@ -111,3 +111,41 @@ def run_tool(args: list[str], env: dict | None = None, **kwargs):
     return subprocess.run(
         [sys.executable, *args], capture_output=True, text=True, env=env, cwd=REPO, **kwargs
     )
+
+
+def build_for_training(config: str, size: int, device: torch.device):
+    """A config's model (train mode, random weights, SyncBN as BN) on ``device``, its optimizer
+    wrapper and the config; ``config`` relative to the repository root."""
+    from mmengine.config import Config
+    from mmengine.model import revert_sync_batchnorm
+    from mmengine.optim import build_optim_wrapper
+    from mmengine.registry import init_default_scope
+    from mmseg.registry import MODELS
+
+    cfg = Config.fromfile(osp.join(REPO, config))
+    init_default_scope(cfg.get("default_scope", "mmseg"))
+    cfg.model.pop("pretrained", None)
+    cfg.model.backbone.init_cfg = None
+    if cfg.model.data_preprocessor.get("size"):
+        cfg.model.data_preprocessor.size = (size, size)
+    torch.manual_seed(0)
+    model = revert_sync_batchnorm(MODELS.build(cfg.model)).to(device).train()
+    return model, build_optim_wrapper(model, cfg.optim_wrapper), cfg
+
+
+def synthetic_batch(batch: int, size: int, classes: int, seed: int = 0) -> dict:
+    """What the loader yields after PackSegInputs: uint8 images, labels with 5% ignored."""
+    from mmengine.structures import PixelData
+    from mmseg.structures import SegDataSample
+
+    g = torch.Generator().manual_seed(seed)
+    inputs = [
+        torch.randint(0, 256, (3, size, size), dtype=torch.uint8, generator=g) for _ in range(batch)
+    ]
+    samples = []
+    for _ in range(batch):
+        label = torch.randint(0, classes, (1, size, size), generator=g)
+        label[torch.rand(label.shape, generator=g) < 0.05] = 255
+        meta = dict(img_shape=(size, size), ori_shape=(size, size), pad_shape=(size, size))
+        samples.append(SegDataSample(gt_sem_seg=PixelData(data=label), metainfo=meta))
+    return dict(inputs=inputs, data_samples=samples)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import os.path as osp
-import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -164,19 +163,9 @@ def enable_amp(cfg: Config, dtype: str | None = None) -> None:
         wrapper.update(type="CPUAmpOptimWrapper", dtype="bfloat16")
 
 
-#: How torch re-raises an error of a DataLoader worker: its message wraps the worker's traceback.
-_WORKER = re.compile(r"^Caught \w+ in DataLoader worker process \d+\.\s*Original Traceback", re.S)
-
-
 def user_message(err: BaseException) -> str:
-    """The error's message on one line; for one re-raised from a DataLoader worker, the original
-    error's own message."""
-    text = str(err)
-    if _WORKER.match(text):
-        name = re.escape(type(err).__name__)
-        heads = list(re.finditer(rf"\n(?:[\w.]+\.)?{name}: ", text))
-        text = text[heads[-1].end() :] if heads else text
-    return one_line(text)
+    """The error's message on one line (a DataLoader worker's: the original error's)."""
+    return one_line(err)
 
 
 def run_cli(main: Callable[[], None]) -> None:

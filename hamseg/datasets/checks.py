@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import inspect
 import os.path as osp
-import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from hamseg.utils.config import (
     split_datasets,
     transform_types,
 )
-from hamseg.utils.messages import first_items
+from hamseg.utils.messages import first_items, one_line
 from hamseg.utils.progress_map import map_with_progress
 
 from .loading import InvalidSampleError, label_problems, read_image
@@ -228,8 +227,7 @@ def sample_error(err: BaseException) -> Optional[str]:
     """The one line of an error that a bad file raised while loading (also from a DataLoader
     worker, whose message ends with the original one): hamseg's, or mmcv's for a missing file or
     an image it cannot decode; None for any other error."""
-    text = str(err).strip()  # a worker's: torch's wrapper, the traceback, "Type: message"
-    line = re.sub(r"^[\w.]+(Error|Exception): ", "", text.splitlines()[-1] if text else "")
+    line = one_line(err)  # a worker's: the original error's message
     missing = isinstance(err, FileNotFoundError) and "No such file or directory" in line
     if isinstance(err, InvalidSampleError) or missing:
         return line

@@ -1,7 +1,7 @@
 """``tools/train.py --resume --extend-schedule``: mmengine 0.10.7 restores the schedulers, ends
 included, from the checkpoint, so a longer schedule would go on at the final learning rate.
 :class:`ExtendScheduleHook` rebuilds the config's schedulers at the checkpoint's iteration instead,
-as if the run had had them from the start. docs/robustness.md, "What --resume does"."""
+as if the run had had them from the start. docs/robustness.md, "What --resume means"."""
 
 from __future__ import annotations
 

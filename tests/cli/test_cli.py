@@ -93,7 +93,7 @@ class _BadSample(torch.utils.data.Dataset):
         return 2
 
     def __getitem__(self, i: int):
-        raise InvalidSampleError(f"label file 'masks/{i:03d}_mask.png': values 7 outside\n[0, 3)")
+        raise InvalidSampleError(f"label file 'masks/{i:03d}_mask.png': values 7 outside\n  [0, 3)")
 
 
 def test_an_error_in_a_dataloader_worker_is_its_own_line_naming_the_validate_command():

@@ -9,7 +9,7 @@ from mmengine.config import Config
 import hamseg  # noqa: F401  (before mmseg)
 from hamseg.cli import enable_amp
 from hamseg.engine import ChannelsLastHook
-from tools.lab.benchmark.models import build_for_training, resolve, synthetic_batch
+from tests.helpers import build_for_training, synthetic_batch
 
 TINY_HAM = "tests/data/tiny_ham.py"
 
@@ -25,7 +25,7 @@ def _convs(model: torch.nn.Module) -> list[torch.nn.Conv2d]:
 
 def test_hook_converts_on_its_devices_only_and_training_is_unchanged():
     cpu = torch.device("cpu")
-    model, wrapper, _ = build_for_training(resolve(TINY_HAM), 33, cpu)
+    model, wrapper, _ = build_for_training(TINY_HAM, 33, cpu)
     data = synthetic_batch(2, 33, model.decode_head.num_classes)
     state = {k: v.clone() for k, v in model.state_dict().items()}
     ChannelsLastHook().before_run(_Runner(model))  # default: CUDA only

@@ -10,7 +10,7 @@ from mmengine.optim import AmpOptimWrapper
 
 import hamseg  # noqa: F401  (before mmseg)
 from tests.gpu.conftest import record
-from tools.lab.benchmark.models import build_for_training, resolve, synthetic_batch
+from tests.helpers import build_for_training, synthetic_batch
 
 pytestmark = pytest.mark.gpu
 
@@ -18,7 +18,7 @@ TINY_HAM = "tests/data/tiny_ham.py"
 
 
 def test_fp16_amp_training_is_finite_and_the_decomposition_runs_in_float32(cuda):
-    model, _, cfg = build_for_training(resolve(TINY_HAM), 65, cuda)
+    model, _, cfg = build_for_training(TINY_HAM, 65, cuda)
     wrapper = AmpOptimWrapper(
         optimizer=torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9),
         loss_scale="dynamic",
@@ -51,7 +51,7 @@ def test_syncbn_under_a_one_process_nccl_group(cuda, tmp_path):
 
     dist.init_process_group("nccl", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
     try:
-        model, wrapper, _ = build_for_training(resolve(TINY_HAM), 65, cuda)
+        model, wrapper, _ = build_for_training(TINY_HAM, 65, cuda)
         model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
         norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
         assert norms and all(isinstance(m, torch.nn.SyncBatchNorm) for m in norms)
@@ -72,7 +72,7 @@ def test_syncbn_under_a_one_process_nccl_group(cuda, tmp_path):
 
 def test_full_voc_model_trains_at_the_recipe_crop(cuda):
     """configs/ham_voc.py (R101-D8 + HamHead), 513x513, batch 2 (the recipe's per-GPU batch)."""
-    model, wrapper, _ = build_for_training(resolve("configs/ham_voc.py"), 513, cuda)
+    model, wrapper, _ = build_for_training("configs/ham_voc.py", 513, cuda)
     num_classes = model.decode_head.num_classes
     torch.cuda.reset_peak_memory_stats(cuda)
     times = []
