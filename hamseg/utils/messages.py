@@ -13,8 +13,8 @@ def first_items(items: Sequence[Any], limit: int) -> str:
 
 
 def one_line(err: BaseException | str, limit: int | None = None) -> str:
-    """A message on one line (runs of whitespace become one space), at most ``limit`` chars; for an error re-raised from
-    a DataLoader worker (torch wraps the worker's traceback), the original error's own message."""
+    """A message on one line (runs of whitespace become one space), at most ``limit`` chars;
+    for an error re-raised from a DataLoader worker, the original error's own message."""
     text = str(err)
     if isinstance(err, BaseException) and "in DataLoader worker process" in text:
         name = re.escape(type(err).__name__)

@@ -1,4 +1,5 @@
-"""The lab's generated tasks: Context Rooms and the screen's candidates (README.md, "Tasks and the screen").
+"""The lab's generated tasks: Context Rooms and the screen's candidates
+(README.md, "Tasks and the screen").
 
 Every task keeps Context Shapes' seven classes (background, three teams on the players, three
 flags) and its folder layout, so every demo head config trains on it unchanged. In each, a
@@ -18,9 +19,15 @@ from typing import Any, Callable, Optional
 import cv2
 import numpy as np
 
-from hamseg.datasets.context_shapes import SHAPES, SIDES, TEAM_COLOURS
+from hamseg.datasets.context_shapes import (
+    SHAPES,
+    SIDES,
+    SPLITS,
+    TEAM_COLOURS,
+    is_complete,
+    write_dataset,
+)
 from hamseg.datasets.context_shapes import shape_mask as _shape_mask
-from hamseg.datasets.context_shapes import SPLITS, is_complete, write_dataset
 
 K = len(TEAM_COLOURS)
 #: Version of the designs; bumped whenever the same options would draw different images.
