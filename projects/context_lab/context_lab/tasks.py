@@ -1,5 +1,5 @@
 """The lab's generated tasks: Context Rooms and the screen's candidates
-(README.md, "Tasks and the screen").
+(projects/context_lab/README.md, "Tasks and the screen").
 
 Every task keeps Context Shapes' seven classes (background, three teams on the players, three
 flags) and its folder layout, so every demo head config trains on it unchanged. In each, a
