@@ -2,7 +2,7 @@
 # The paper's 55.2 (Table 5) is a 59-class number: the headline recipe is
 # hamnet_r101-d8_8xb2-25k_pascal-context-59-513x513.py (configs/ham_context.py). One test run of
 # this config reports both `mIoU` (60 classes, background a class like the others: ~6 points
-# below a 59-class mIoU, docs/recipes.md) and `mIoU59` (background pixels ignored, argmax over
+# below a 59-class mIoU, docs/evaluation.md) and `mIoU59` (background pixels ignored, argmax over
 # the 59 object classes). Paper App. E.3: lr 0.002, wd 1e-4, batch 16, 25k iterations, crop 513.
 # Short name: configs/ham_context_60.py.
 _base_ = [
@@ -18,8 +18,6 @@ model = dict(
     decode_head=dict(num_classes=60),
     test_cfg=dict(mode="whole", crop_size=(513, 513), stride=(342, 342)),
 )
-# One test run reports both Context metrics (ContextIoUMetric, set in the dataset base): mIoU over
-# the 60 classes and mIoU59 (background pixels ignored, argmax over the 59 object classes).
 # tools/test.py --tta: the test of App. E.3 ("the multi-scale and flipping strategy ... as other
 # state-of-the-art attention-based models": DANet, OCNet, OCR, whose Context test is
 # PyTorch-Encoding's MultiEvalModule): long side 520 x scale, 0.5 .. 2.0, 513 crops on a

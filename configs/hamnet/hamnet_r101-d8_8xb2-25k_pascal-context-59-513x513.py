@@ -1,6 +1,6 @@
 # HamNet on PASCAL Context, the paper's Table 5 protocol: 59 object classes, background ignored in
 # training and in the metric (PyTorch-Encoding's NUM_CLASS = 59, the protocol of Table 5's
-# comparators; evidence in docs/recipes.md, "PASCAL Context: which number"). Paper App. E.3: lr
+# comparators; evidence in docs/evaluation.md, "PASCAL Context: which number"). Paper App. E.3: lr
 # 0.002, wd 1e-4, batch 16, 25k iterations, crop 513. Table 5: 55.2 mIoU with ms+flip: compare
 # it with this config's `mIoU` from `--tta` as the mean of N test runs (docs/evaluation.md). The
 # 60-class recipe (hamnet_r101-d8_8xb2-25k_pascal-context-513x513.py) is the secondary protocol.

@@ -1,5 +1,4 @@
-"""The release's random scale augmentation (seg/HamNet/dataset.py, ``scale``) as an mmseg
-transform: docs/recipes.md, "Data"."""
+"""The release's random scale augmentation (seg/HamNet/dataset.py, ``scale``)."""
 
 from __future__ import annotations
 
@@ -11,26 +10,21 @@ import torch.nn.functional as F
 from mmcv.transforms import BaseTransform
 from mmseg.registry import TRANSFORMS
 
-__all__ = ["HamReleaseRescale"]
-
 
 @TRANSFORMS.register_module()
 class HamReleaseRescale(BaseTransform):
-    """Rescale the image and its label maps by a ratio drawn uniformly from ``ratios``, as the
-    release does: the image in float32 (not rounded to uint8), bilinear with
-    ``align_corners=True``, the labels nearest, both to ``floor(ratio * size)`` (torch's
-    ``F.interpolate(scale_factor=ratio)``). mmseg's ``Resize`` rounds the size and resamples the
-    uint8 image with half-pixel centres: up to half a pixel apart (docs/recipes.md). Bilinear
-    weights sum to 1, so resizing before the preprocessor's normalisation equals the release's
-    resizing after it.
+    """Rescale the image and its label maps by a ratio drawn from ``ratios``, as the release.
+
+    The image in float32, bilinear with ``align_corners=True``, the labels nearest, both to
+    ``floor(ratio * size)`` (``F.interpolate(scale_factor=ratio)``); mmseg's ``Resize`` rounds
+    the size and resamples the uint8 image with half-pixel centres. Bilinear weights sum to 1,
+    so resizing before the normalisation equals the release's resizing after it.
 
     Args:
         ratios: The ratios (release: 0.5 to 2.0, step 0.25).
     """
 
     def __init__(self, ratios: Sequence[float] = (0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0)) -> None:
-        if not ratios or min(ratios) <= 0:
-            raise ValueError(f"ratios must be positive, got {ratios}")
         self.ratios = tuple(ratios)
 
     def transform(self, results: dict) -> dict:

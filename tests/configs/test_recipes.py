@@ -122,13 +122,9 @@ def test_voc_stage1_recipe(voc):
     assert backbone.init_cfg == dict(
         type="HamResNetPretrained", checkpoint="data/pretrained/resnet101-2a57e44d.pth"
     )
-    assert (head.type, head.variant, head.in_channels, head.in_index) == (
-        "HamHead",
-        "release",
-        2048,
-        3,
-    )
-    assert (head.ham_channels, head.channels, head.num_classes) == (512, 256, 21)
+    assert (head.type, head.variant, head.in_index) == ("HamHead", "release", 3)
+    assert (head.in_channels, head.ham_channels, head.channels) == (2048, 512, 256)
+    assert head.num_classes == 21
     assert head.ham_cfg == NMF
     assert head.dropout_ratio == 0.1 and head.align_corners is True
     assert head.loss_decode.get("avg_non_ignore", False) is False  # release: mean over all pixels
@@ -241,6 +237,7 @@ def test_context_recipes(voc, name, classes, dataset, metric):
     assert cfg.val_dataloader.dataset.ann_file == "ImageSets/SegmentationContext/val.txt"
     assert cfg.val_evaluator.type == cfg.test_evaluator.type == metric
     assert cfg.val_evaluator.iou_metrics == ["mIoU"]
+    assert cfg.model.test_cfg == dict(mode="whole", crop_size=(513, 513), stride=(342, 342))
 
 
 SHORT_NAMES = {
@@ -292,42 +289,10 @@ def test_v1c_variant_only_changes_the_backbone_weights(voc):
 
 #: Each ablation config: the ham_cfg it must have (everything else equal to its base).
 #: Every recipe evaluates with the paper's protocol: a new dictionary at every forward.
-EVAL = dict(eval_seed=None, eval_draws=1)
-NMF = dict(
-    type="NMF",
-    S=1,
-    R=64,
-    train_steps=6,
-    eval_steps=6,
-    inv_t=1,
-    init="random",
-    grad="one_step",
-    **EVAL,
-)
-CD = dict(
-    type="CD",
-    S=1,
-    R=64,
-    train_steps=6,
-    eval_steps=6,
-    inv_t=100,
-    beta=0.1,
-    eta=0.9,
-    init="online",
-    grad="one_step",
-    **EVAL,
-)
-VQ = dict(
-    type="VQ",
-    S=1,
-    R=64,
-    train_steps=6,
-    eval_steps=6,
-    inv_t=100,
-    init="random",
-    grad="one_step",
-    **EVAL,
-)
+HAM = dict(S=1, R=64, train_steps=6, eval_steps=6, grad="one_step", eval_seed=None, eval_draws=1)
+NMF = dict(HAM, type="NMF", inv_t=1, init="random")
+CD = dict(HAM, type="CD", inv_t=100, beta=0.1, eta=0.9, init="online")
+VQ = dict(HAM, type="VQ", inv_t=100, init="random")
 ABLATION_HAMS = {
     ABLATION_BASE: NMF,
     "nmf_bptt.py": dict(NMF, grad="bptt"),

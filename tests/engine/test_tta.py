@@ -21,7 +21,7 @@ from mmengine.registry import init_default_scope
 from mmseg.registry import MODELS, TRANSFORMS
 from PIL import Image
 
-from hamseg.engine.tta import HamSegTTAModel, pad_to_stride_plus_one, use_tta
+from hamseg.engine.tta import HamSegTTAModel, use_tta
 from hamseg.utils.errors import UsageError
 from tests.data.tiny_twin import tiny_model
 from tests.helpers import one_thread  # noqa: F401  (fixture)
@@ -145,19 +145,12 @@ def test_prob_mean_is_the_mean_softmax_of_the_release_views(model, images):
     assert torch.equal(got.pred_sem_seg.data[0], got.seg_logits.data.argmax(dim=0))
 
 
-def test_options_are_checked_and_mmsegs_views_refused(model, images):
-    for bad in (dict(merge="vote"), dict(pad_stride=0), dict(scales=())):
-        with pytest.raises(ValueError):
-            HamSegTTAModel(module=model, **bad)
+def test_merge_is_checked_and_mmsegs_views_refused(model, images):
+    with pytest.raises(ValueError, match="merge"):
+        HamSegTTAModel(module=model, merge="vote")
     views = [hamseg_batch(images[0])["inputs"]]  # TestTimeAug's layout: a list per view
     with pytest.raises(UsageError, match="tta_pipeline = test_pipeline"):
         HamSegTTAModel(module=model).test_step(dict(inputs=views, data_samples=[[None]]))
-
-
-@pytest.mark.parametrize("size,padded", [(33, 33), (32, 33), (34, 41), (1, 1), (505, 505)])
-def test_pad_to_stride_plus_one(size, padded):
-    out = pad_to_stride_plus_one(torch.ones(1, 3, size, 9), 8)
-    assert out.shape == (1, 3, padded, 9) and out[..., size:, :].abs().sum() == 0
 
 
 def test_use_tta_wraps_the_model_and_reads_the_tta_pipeline():

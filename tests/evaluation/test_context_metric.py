@@ -1,6 +1,4 @@
-"""PASCAL Context: the 60-class and the 59-class mIoU from one test run (ContextIoUMetric), and the
-whole / slide inference switch of the Context configs, with and without --tta (MultiEvalTTAModel,
-at a tiny base size)."""
+"""PASCAL Context: the 60-class and the 59-class mIoU from one test run (ContextIoUMetric)."""
 
 from __future__ import annotations
 
@@ -10,36 +8,37 @@ import re
 import numpy as np
 import pytest
 import torch
-from mmengine.config import Config
 from mmseg.datasets import PascalContextDataset
 from mmseg.evaluation import IoUMetric
 
 from hamseg.evaluation import ContextIoUMetric
-from hamseg.evaluation.context_metric import objects_only
-from tests.conftest import REPO
 from tests.data.tiny_twin import save_checkpoint, tiny_model, write_split, write_tiny_twin
 from tests.robust.helpers import TEST, run_tool
 
 # Six pixels (2 x 3) of a 3-class problem: background (0) and objects a (1), b (2); 255 = ignore.
-LABEL = [[0, 1, 2], [1, 2, 255]]
-SCORES = [  # (background, a, b) per pixel
-    [[5, 1, 2], [3, 2, 0], [0, 1, 4]],
-    [[0, 1, 3], [4, 0, 3], [0, 9, 0]],
-]
+LABEL = torch.tensor([[0, 1, 2], [1, 2, 255]])
+SCORES = torch.tensor(  # (background, a, b) per pixel -> (C, H, W)
+    [[[5.0, 1, 2], [3, 2, 0], [0, 1, 4]], [[0, 1, 3], [4, 0, 3], [0, 9, 0]]]
+).permute(2, 0, 1)
 # By hand. With background (argmax over 3 classes), the 5 labelled pixels:
 #   label [0, 1, 2, 1, 2], prediction [0, 0, 2, 2, 0]
 #   IoU: background 1 / 3 (1 hit; predicted 3, labelled 1), a 0 / 2, b 1 / 3 (predicted 2,
 #   labelled 2, 1 hit) -> mIoU 2/9; aAcc 2/5; mAcc (1/1 + 0/2 + 1/2) / 3 = 1/2.
-# Without background (pixels labelled 0 ignored, argmax over a, b), the 4 object pixels:
+# Without background 0 (pixels labelled 0 ignored, argmax over a, b), the 4 object pixels:
 #   label [a, b, a, b], prediction [a, b, b, b]
 #   IoU: a 1 / 2, b 2 / 3 -> mIoU2 7/12; aAcc2 3/4; mAcc2 (1/2 + 2/2) / 2 = 3/4.
-EXPECTED = dict(aAcc=40.0, mIoU=22.22, mAcc=50.0, aAcc2=75.0, mIoU2=58.33, mAcc2=75.0)
+# With background_index=1 (pixels labelled a ignored, argmax over background, b), 3 pixels:
+#   label [0, b, b], prediction [0, b, 0] -> IoU 1/2, 1/2; aAcc2 2/3; mAcc2 (1 + 1/2) / 2.
+ALL = dict(aAcc=40.0, mIoU=22.22, mAcc=50.0)
+EXPECTED = {
+    0: dict(ALL, aAcc2=75.0, mIoU2=58.33, mAcc2=75.0),
+    1: dict(ALL, aAcc2=66.67, mIoU2=50.0, mAcc2=75.0),
+}
 META = dict(classes=("background", "a", "b"), palette=[[0, 0, 0], [1, 1, 1], [2, 2, 2]])
 
 
-def sample(rows: slice) -> dict:
-    scores = torch.tensor(SCORES, dtype=torch.float32)[rows].permute(2, 0, 1)  # (C, H, W)
-    label = torch.tensor(LABEL)[rows]
+def sample(scores: torch.Tensor, label: torch.Tensor) -> dict:
+    """A test sample of scores (C, H, W) and a label (H, W)."""
     return dict(
         seg_logits=dict(data=scores),
         pred_sem_seg=dict(data=scores.argmax(dim=0, keepdim=True)),
@@ -47,27 +46,18 @@ def sample(rows: slice) -> dict:
     )
 
 
-def context_metric(meta: dict = META) -> ContextIoUMetric:
-    metric = ContextIoUMetric(iou_metrics=["mIoU"])
+def context_metric(meta: dict = META, background_index: int = 0) -> ContextIoUMetric:
+    metric = ContextIoUMetric(background_index=background_index, iou_metrics=["mIoU"])
     metric.dataset_meta = meta
     return metric
 
 
-def test_both_metrics_equal_the_hand_computation():
-    metric = context_metric()
-    metric.process(None, [sample(slice(None))])
-    assert metric.compute_metrics(metric.results) == pytest.approx(EXPECTED, abs=0.005)
-
-
-def test_objects_only_label_space():
-    scores = torch.tensor(SCORES, dtype=torch.float32).permute(2, 0, 1)
-    pred, label = objects_only(scores, torch.tensor(LABEL), background_index=0, ignore_index=255)
-    assert pred.tolist() == [[1, 0, 1], [1, 1, 0]]
-    assert label.tolist() == [[255, 0, 1], [0, 1, 255]]
-    # another background index: classes below it keep their index
-    pred, label = objects_only(scores, torch.tensor(LABEL), background_index=1, ignore_index=255)
-    assert pred.tolist() == [[0, 0, 1], [1, 0, 0]]
-    assert label.tolist() == [[0, 255, 1], [255, 1, 255]]
+@pytest.mark.parametrize("background_index", [0, 1])
+def test_both_metrics_equal_the_hand_computation(background_index):
+    metric = context_metric(background_index=background_index)
+    metric.process(None, [sample(SCORES, LABEL)])
+    got = metric.compute_metrics(metric.results)
+    assert got == pytest.approx(EXPECTED[background_index], abs=0.005)
 
 
 def test_sixty_classes_keep_iou_metric_and_add_the_59_class_numbers():
@@ -77,13 +67,7 @@ def test_sixty_classes_keep_iou_metric_and_add_the_59_class_numbers():
         label = torch.from_numpy(rng.integers(0, 60, (h, w)))
         scores = torch.from_numpy(rng.normal(size=(60, h, w))).float()
         scores[label, torch.arange(h)[:, None], torch.arange(w)] += 2.5  # mostly right
-        samples.append(
-            dict(
-                seg_logits=dict(data=scores),
-                pred_sem_seg=dict(data=scores.argmax(0, keepdim=True)),
-                gt_sem_seg=dict(data=label[None]),
-            )
-        )
+        samples.append(sample(scores, label))
     ours, reference = context_metric(PascalContextDataset.METAINFO), IoUMetric()
     reference.dataset_meta = PascalContextDataset.METAINFO
     ours.process(None, samples)
@@ -96,25 +80,8 @@ def test_sixty_classes_keep_iou_metric_and_add_the_59_class_numbers():
 
 
 def test_a_model_without_background_class_is_refused():
-    metric = context_metric()
-    bad = sample(slice(None))
-    bad["seg_logits"]["data"] = bad["seg_logits"]["data"][1:]
-    with pytest.raises(ValueError, match="predicts 2 classes but the dataset has 3"):
-        metric.process(None, [bad])
-
-
-# ------------------------------------------------------------------------------------------
-# The recipe configs and the inference switch
-# ------------------------------------------------------------------------------------------
-def test_context_configs_name_the_metric_the_switch_and_the_test():
-    for name, metric in (
-        ("ham_context_60.py", "ContextIoUMetric"),
-        ("ham_context.py", "IoUMetric"),
-    ):
-        cfg = Config.fromfile(osp.join(REPO, "configs", name))
-        assert cfg.val_evaluator.type == cfg.test_evaluator.type == metric
-        assert cfg.model.test_cfg == dict(mode="whole", crop_size=(513, 513), stride=(342, 342))
-        assert cfg.tta_model.type == "MultiEvalTTAModel" and cfg.tta_pipeline == cfg.test_pipeline
+    with pytest.raises(ValueError, match="predicts 2 classes, the dataset has 3"):
+        context_metric().process(None, [sample(SCORES[1:], LABEL)])
 
 
 def write_fake_context(root: str) -> str:
@@ -149,8 +116,9 @@ def context_setup(tmp_path_factory) -> dict:
     )
 
 
-@pytest.mark.parametrize("tta", [False, True])
-def test_one_run_reports_both_metrics_with_slide_inference(context_setup, tta):
+@pytest.mark.parametrize("tta", [pytest.param(False, marks=pytest.mark.slow), True])
+def test_one_run_reports_both_metrics(context_setup, tta):
+    """tools/test.py on the 60-class recipe: mmseg's slide inference, or App. E.3's --tta."""
     args = [TEST, context_setup["config"], context_setup["checkpoint"]]
     args += ["--tta"] if tta else []
     args += ["--work-dir", str(context_setup["tmp"] / f"work_{tta}"), "--cfg-options"]

@@ -31,9 +31,6 @@ UNLISTED = "2011_000999"
 LIST = osp.join("ImageSets", "Segmentation", "test.txt")
 
 
-# ------------------------------------------------------------------------------------------
-# The writer
-# ------------------------------------------------------------------------------------------
 def test_palette_is_the_devkit_colour_map():
     palette = np.asarray(voc_palette(), np.uint8).reshape(256, 3)
     assert palette[:21].tolist() == PascalVOCDataset.METAINFO["palette"]
@@ -120,9 +117,6 @@ def test_output_dir_is_required():
         VOCSubmissionMetric()
 
 
-# ------------------------------------------------------------------------------------------
-# End to end: tools/test.py on a fake VOC2012 test split
-# ------------------------------------------------------------------------------------------
 def write_fake_test_split(root: str) -> str:
     """VOC2012/JPEGImages (listed ids + one unlisted) and ImageSets/Segmentation/test.txt."""
     rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""tools/analysis/eval_variance.py: the number to report (the mean of N runs of the paper's
+"""tools/analysis_tools/eval_variance.py: the number to report (the mean of N runs of the paper's
 protocol with its 95% interval), on one process and on 2 CPU ranks (torchrun, gloo)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from tests.conftest import REPO, write_tiny_dataset
 from tests.data.tiny_twin import TINY_HAM, save_checkpoint
 from tests.robust.helpers import data_options
 
-TOOL = osp.join(REPO, "tools", "analysis", "eval_variance.py")
+TOOL = osp.join(REPO, "tools", "analysis_tools", "eval_variance.py")
 
 
 @pytest.fixture(scope="module")

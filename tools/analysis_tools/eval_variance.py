@@ -1,8 +1,8 @@
 """The number to report for a checkpoint whose ham draws a random dictionary (docs/evaluation.md):
 the mean of N test runs under the paper's protocol with its 95% interval, on one process or N.
 
-    python tools/analysis/eval_variance.py CONFIG CKPT --runs 5 --tta [--ensemble]
-    torchrun --nproc_per_node 8 tools/analysis/eval_variance.py CONFIG CKPT --runs 5 --tta \
+    python tools/analysis_tools/eval_variance.py CONFIG CKPT --runs 5 --tta [--ensemble]
+    torchrun --nproc_per_node 8 tools/analysis_tools/eval_variance.py CONFIG CKPT --runs 5 --tta \
         --launcher pytorch
 
 The paper's protocol (eval_seed=None, eval_draws=1): a new dictionary for every image at every
