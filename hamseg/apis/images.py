@@ -1,5 +1,5 @@
-"""Image inputs and overlays (``tools/infer.py``): files and folders in, mmseg's overlays out; an
-input that is not a complete image is named in one line and skipped."""
+"""Images in, mmseg's overlays out (``tools/infer.py``); an input that is not a complete image is
+named in one line and skipped."""
 
 from __future__ import annotations
 
@@ -22,11 +22,8 @@ IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", "
 
 
 def gather_inputs(inputs: Sequence[str]) -> list[str]:
-    """Image paths of files and folders (recursive, sorted), each once (its first mention).
-
-    Raises:
-        FileNotFoundError: An input does not exist.
-    """
+    """Image paths of files and folders (recursive, sorted), each once; FileNotFoundError for
+    an input that does not exist."""
     paths = []
     for item in inputs:
         if osp.isdir(item):
@@ -36,7 +33,7 @@ def gather_inputs(inputs: Sequence[str]) -> list[str]:
             paths.append(item)
         else:
             raise FileNotFoundError(f"input not found: {item}")
-    unique = {}
+    unique = {}  # the first mention of each file
     for path in paths:
         unique.setdefault(osp.realpath(path), path)
     return list(unique.values())
@@ -51,9 +48,8 @@ def segment_images(
     with_labels: bool = False,
     save_label: bool = False,
 ) -> Iterator[tuple[str, Optional[str]]]:
-    """Write each image's overlay by mmseg's visualizer (``with_labels``: class names on the
-    regions) to ``<out_dir>/<name>_overlay.png`` (``save_label``: the label map too), ``<name>``
-    its path below ``inputs_root``, '/' as '__'; yield (path, None) or (path, why skipped)."""
+    """Write ``<out_dir>/<name>_overlay.png`` (and ``_label.png``) per image, ``<name>`` its path
+    below ``inputs_root`` with '/' as '__'; yield (path, None) or (path, why it was skipped)."""
     drawer = SegLocalVisualizer(name=f"hamseg.images.{id(model)}", alpha=opacity)
     drawer.dataset_meta = dict(zip(("classes", "palette"), class_info(model)))
     os.makedirs(out_dir, exist_ok=True)

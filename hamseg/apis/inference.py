@@ -1,6 +1,4 @@
-"""mmseg's Python API, strict: :func:`init_model` loads the checkpoint strictly (the config
-defaults to the checkpoint's); :class:`HamSegInferencer` is mmseg's ``MMSegInferencer`` built by
-it, which also knows hamseg's model names."""
+"""mmseg's Python API with strict checkpoint loading (docs/ecosystem.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +9,7 @@ import numpy as np
 import torch
 from mmengine.config import Config
 from mmengine.infer import BaseInferencer
-from mmseg.apis import MMSegInferencer, inference_model
+from mmseg.apis import MMSegInferencer
 from mmseg.apis import init_model as mmseg_init_model
 from torch import nn
 
@@ -29,16 +27,12 @@ def init_model(
     device: Optional[str] = None,
     cfg_options: Optional[dict] = None,
 ) -> nn.Module:
-    """mmseg's ``init_model`` (``device`` default: 'cuda:0' if available), ``checkpoint`` loaded
-    strictly (:class:`~hamseg.apis.CheckpointMismatchError`), ``config`` None: the checkpoint's.
-    ``dataset_meta``: the checkpoint's classes and palette, else the config dataset's if their
-    count fits, else :func:`class_info`'s."""
-    loaded, meta = None, {}
-    if checkpoint is not None:
-        if "://" not in str(checkpoint):
-            require_file(str(checkpoint), "checkpoint file")
-        loaded = load_checkpoint_file(str(checkpoint))
-        meta = loaded.get("meta") or {} if isinstance(loaded, dict) else {}
+    """mmseg's ``init_model`` loading ``checkpoint`` strictly; ``config`` None: the checkpoint's.
+    ``dataset_meta``: the checkpoint's, else the config dataset's if the class count fits."""
+    if checkpoint is not None and "://" not in str(checkpoint):
+        require_file(str(checkpoint), "checkpoint file")
+    loaded = load_checkpoint_file(str(checkpoint)) if checkpoint is not None else None
+    meta = loaded.get("meta") or {} if isinstance(loaded, dict) else {}
     if config is None and "cfg" not in meta:
         raise UsageError(f"checkpoint {checkpoint} stores no config: pass --config")
     if config is None:
@@ -60,8 +54,8 @@ def init_model(
 
 
 def config_dataset_meta(cfg: Config) -> Optional[dict]:
-    """Classes and palette of a config's dataset (test, else val, else train): its
-    ``metainfo`` over its class's ``METAINFO`` (a subset of the classes keeps their colours)."""
+    """Classes and palette of the config's test (else val, train) dataset: its ``metainfo``
+    over its class's ``METAINFO`` (a subset of the classes keeps their colours)."""
     for _, dataset in split_datasets(cfg, ("test", "val", "train")):
         base, own = dataset_class_metainfo(dataset), dataset.get("metainfo") or {}
         classes = list(own.get("classes") or base.get("classes") or [])
@@ -69,7 +63,7 @@ def config_dataset_meta(cfg: Config) -> Optional[dict]:
         palette = own.get("palette") or [colours.get(c) for c in classes]
         if classes:
             return dict(
-                classes=classes, palette=None if None in palette else [list(c) for c in palette]
+                classes=classes, palette=None if None in palette else list(map(list, palette))
             )
     return None
 
@@ -85,15 +79,8 @@ def class_info(model: nn.Module) -> tuple[list[str], list[list[int]]]:
     return classes, [list(map(int, c)) for c in palette]
 
 
-def predict_label(model: nn.Module, rgb: np.ndarray) -> np.ndarray:
-    """Predicted class indices (H, W) int64 of an RGB uint8 image (H, W, 3)."""
-    result = inference_model(model, np.ascontiguousarray(rgb[:, :, ::-1]))  # mmseg takes BGR
-    return result.pred_sem_seg.data[0].cpu().numpy().astype(np.int64)
-
-
 def resolve_model_name(name: str) -> tuple[str, str] | None:
-    """(config, weights) of a ``Name`` or ``Alias`` (any case) in hamseg's model index, read as
-    mmengine reads it; None if there is none."""
+    """(config, weights) of a ``Name`` or ``Alias`` (any case) in hamseg's model index."""
     root = osp.join(PACKAGE_DIR, ".mim")
     for model in BaseInferencer._get_models_from_metafile(root):
         if name.lower() in (n.lower() for n in [model["Name"], *model.get("Alias", [])]):
@@ -102,9 +89,8 @@ def resolve_model_name(name: str) -> tuple[str, str] | None:
 
 
 class HamSegInferencer(MMSegInferencer):
-    """mmseg's ``MMSegInferencer``, its model built by :func:`init_model` (strict); a model name
-    is looked up in hamseg's index (``hamseg::`` configs too), then mmseg's; ``model=None``
-    takes the config stored in ``weights``."""
+    """mmseg's ``MMSegInferencer`` built by :func:`init_model`; model names are looked up in
+    hamseg's index, then mmseg's; ``model=None`` takes the config stored in ``weights``."""
 
     def _load_model_from_metafile(self, model: str) -> tuple[Config, Optional[str]]:
         found = (model, None) if model.startswith("hamseg::") else resolve_model_name(model)
