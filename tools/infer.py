@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from hamseg.apis import init_model
 from hamseg.apis.export import use_onnxruntime
-from hamseg.apis.images import gather_inputs, segment_images
+from hamseg.apis.inference import gather_inputs, segment_images
 from hamseg.cli import CLIError, run_cli
 
 

@@ -61,13 +61,5 @@ def check_checkpoint(model: nn.Module, checkpoint: Any, source: str) -> dict:
 
 
 def check_checkpoint_file(model: nn.Module, filename: str) -> None:
-    """:func:`check_checkpoint` of a file, loading nothing into ``model``."""
+    """:func:`check_checkpoint` of a file (nothing is loaded into ``model``)."""
     check_checkpoint(model, load_checkpoint_file(filename), filename)
-
-
-def load_state_dict_strict(model: nn.Module, checkpoint: Any, source: str) -> None:
-    """Load a loaded checkpoint into ``model`` (wrappers unwrapped) if it fits exactly."""
-    state = check_checkpoint(model, checkpoint, source)
-    while is_model_wrapper(model) or isinstance(model, BaseTTAModel):
-        model = model.module
-    model.load_state_dict(state, strict=True)

@@ -3,12 +3,12 @@ Context Shapes, generated if absent, or on a dataset config's data."""
 
 from __future__ import annotations
 
-import json
 import os.path as osp
 import time
 from collections.abc import Callable
 from typing import Any, Optional
 
+import mmengine
 from mmengine.config import Config
 from mmengine.runner import Runner
 
@@ -69,17 +69,15 @@ def run_demo(
     data_config: Optional[str] = None,
     prepare: Optional[Callable[[Config], bool]] = None,
 ) -> dict[str, Any]:
-    """Train and validate :func:`head_config`, a checkpoint every 100 iterations (the last two
-    kept); ``prepare(cfg)`` runs before the Runner (False: the run is complete, its result is
-    read). The result (mIoU, params, checkpoint, ...) is also ``<work_dir>/demo_result.json``."""
+    """Train and validate :func:`head_config`; ``prepare(cfg)`` runs before the Runner (False:
+    the run is complete). The result is also ``<work_dir>/demo_result.json``."""
     if not data_config:
         ensure_data(data_root := data_root or "data/context_shapes")
     cfg = head_config(config, data_config, data_root)
     if max_iters is not None:
         set_schedule_length(cfg, max_iters)
-    cfg.default_hooks.checkpoint.update(
-        interval=min(100, cfg.train_cfg.max_iters), max_keep_ckpts=2
-    )
+    cfg.default_hooks.checkpoint.max_keep_ckpts = 2
+    cfg.default_hooks.checkpoint.interval = min(100, cfg.train_cfg.max_iters)
     cfg.merge_from_dict(dict(cfg_options or {}, launcher="none"))
     end = cfg.train_cfg.max_iters
     name = osp.splitext(osp.basename(config))[0]
@@ -88,13 +86,11 @@ def run_demo(
         check_dataset_paths(cfg)
     saved = osp.join(cfg.work_dir, "demo_result.json")
     if prepare is not None and not prepare(cfg):
-        with open(saved, encoding="utf-8") as f:
-            return json.load(f)
+        return mmengine.load(saved)
     runner, start = Runner.from_cfg(cfg), time.perf_counter()
     runner.train()
     result = dict(
         name=cfg.get("demo_name", name),
-        config=config,
         seed=cfg.get("randomness", {}).get("seed"),
         max_iters=end,
         mIoU=float(runner.message_hub.get_scalar("val/mIoU").current()),
@@ -103,6 +99,5 @@ def run_demo(
         total_time_s=round(time.perf_counter() - start, 2),
         checkpoint=osp.join(cfg.work_dir, f"iter_{end}.pth"),
     )
-    with open(saved, "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=2)
+    mmengine.dump(result, saved, indent=2)
     return result

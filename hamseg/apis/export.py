@@ -1,6 +1,5 @@
-"""ONNX export (docs/deploy.md): normalised (or raw BGR, baked) (N, 3, H, W) -> logits (N, K, H,
-W), hams seeded, a runner's metadata; checked against PyTorch and the checkpoint's recorded head;
-ONNX Runtime as an mmseg segmentor's network."""
+"""ONNX export with its checks, fp16/int8 copies checked on the val split, and ONNX Runtime as a
+segmentor's network (docs/deploy.md)."""
 
 import importlib.util
 import inspect
@@ -14,11 +13,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from mmengine.config import Config
-from mmseg.registry import MODELS
+from mmengine.registry import init_default_scope
+from mmseg.evaluation.metrics import IoUMetric
+from mmseg.registry import DATASETS, MODELS
 from torch import Tensor, nn
 
 from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.models import MatrixDecomposition2D
+from hamseg.utils.config import leaf_datasets
 from hamseg.utils.errors import UsageError, require_file
 from hamseg.utils.messages import one_line
 from hamseg.version import __version__
@@ -57,8 +59,7 @@ class SegmentorLogits(nn.Module):
 
     def __init__(self, segmentor: nn.Module, bake: bool = False) -> None:
         super().__init__()
-        self.segmentor = segmentor
-        self.bake = deploy_metadata(segmentor) if bake else None
+        self.segmentor, self.bake = segmentor, deploy_metadata(segmentor) if bake else None
         for key in ("mean", "std") if bake else ():
             self.register_buffer(key, torch.tensor(self.bake[key]).view(1, 3, 1, 1))
 
@@ -70,10 +71,10 @@ class SegmentorLogits(nn.Module):
 
 
 def head_record(head: nn.Module, classes: Optional[list] = None) -> dict[str, Any]:
-    """A built decode head's type, class count and names, its first ham's type and constructor
-    arguments (None: no ham)."""
+    """A built decode head's type, class names and first ham's constructor arguments."""
     ham = next((m for m in head.modules() if isinstance(m, MatrixDecomposition2D)), None)
-    record = dict(head=type(head).__name__, num_classes=head.num_classes, classes=classes)
+    classes = list(classes or [f"class {i}" for i in range(head.num_classes)])
+    record = dict(head=type(head).__name__, classes=classes)
     if ham is None:
         return dict(record, ham=None)
     mro = type(ham).__mro__[: type(ham).__mro__.index(MatrixDecomposition2D) + 1]
@@ -93,31 +94,25 @@ def differences(a: dict, b: dict) -> Optional[tuple[str, str]]:
         keys = ["type"] if x["type"] != y["type"] else keys
         if keys:
             return tuple("ham " + ", ".join(f"{k}={h[k]!r}" for k in keys) for h in (x, y))
-    counts = [r.get("num_classes") for r in (a, b)]
-    if None not in counts and counts[0] != counts[1]:
-        return f"num_classes={counts[0]}", f"num_classes={counts[1]}"
-    if a.get("classes") and b.get("classes") and list(a["classes"]) != list(b["classes"]):
-        i = next(i for i, (x, y) in enumerate(zip(a["classes"], b["classes"])) if x != y)
-        return f"class {i} {a['classes'][i]!r}", f"class {i} {b['classes'][i]!r}"
-    return None
+    p, q = a.get("classes") or [], b.get("classes") or []
+    if p and q and len(p) != len(q):
+        return f"num_classes={len(p)}", f"num_classes={len(q)}"
+    i = next((i for i, (x, y) in enumerate(zip(p, q)) if x != y), None)
+    return None if i is None else (f"class {i} {p[i]!r}", f"class {i} {q[i]!r}")
 
 
 def check_trained_head(cfg: Config, checkpoint: str, fix: str) -> None:
-    """One line if the config stored in ``checkpoint`` builds another decode head, ham or class
-    count than ``cfg`` (weights that load strictly may still compute something else)."""
+    """One line if the config stored in ``checkpoint`` builds another head, ham or class count."""
     loaded = load_checkpoint_file(checkpoint)
     stored = (loaded.get("meta") or {}).get("cfg") if isinstance(loaded, dict) else None
     try:
         heads = [Config.fromstring(stored, ".py").model.decode_head, cfg.model.decode_head]
         with warnings.catch_warnings():  # mmseg's loss builders warn about training options
             warnings.simplefilter("ignore")
-            types = [SAME_HEAD.get(h["type"], h["type"]) for h in heads]  # a cascade: TypeError
-            trained, built = [
-                head_record(MODELS.build(dict(h, type=t))) for h, t in zip(heads, types)
-            ]
-    except (AttributeError, KeyError, TypeError):  # no stored config, or another code base's
+            built = [MODELS.build(dict(h, type=SAME_HEAD.get(h["type"], h["type"]))) for h in heads]
+    except (AttributeError, KeyError, TypeError):  # none stored, a cascade, another code base's
         return
-    if found := differences(trained, built):
+    if found := differences(*map(head_record, built)):
         entry = next((f"'s {k}" for k in ("ham_cfg", "ham_kwargs") if heads[0].get(k)), "")
         raise UsageError(
             f"{checkpoint} was trained with decode_head {found[0]} (its stored config{entry}) "
@@ -126,8 +121,7 @@ def check_trained_head(cfg: Config, checkpoint: str, fix: str) -> None:
 
 
 def deploy_metadata(segmentor: nn.Module, bake: bool = False) -> dict[str, Any]:
-    """The graph's ``hamseg`` metadata: what a runner does around it as mmseg's inference does
-    (data preprocessor, the test pipeline's Resize, test_cfg), palette, :func:`head_record`."""
+    """The graph's ``hamseg`` metadata: what a runner does around it as mmseg's inference does."""
     cfg, (classes, palette) = segmentor.cfg, class_info(segmentor)
     pre, test_cfg = cfg.model.get("data_preprocessor", {}), cfg.model.get("test_cfg") or {}
     pipeline = cfg.get("test_pipeline") or cfg.get("test_dataloader", {}).get("dataset", {})
@@ -156,13 +150,9 @@ def seed_hams(model: nn.Module, seed: int) -> None:
             module.eval_seed = seed
 
 
-def random_operators(path: str) -> dict[str, str]:
-    """Op type -> first node of each :data:`RANDOM_OPS` operator in the file, subgraphs too."""
-    import onnx
-
-    model = onnx.load(path, load_external_data=False)
-    found: dict[str, str] = {}
-    graphs = [model.graph, *model.functions]
+def random_operators(model: Any) -> dict[str, str]:
+    """Op type -> first node of each :data:`RANDOM_OPS` operator in an ONNX model, subgraphs too."""
+    found, graphs = {}, [model.graph, *model.functions]
     while graphs:
         for node in graphs.pop().node:
             if node.op_type in RANDOM_OPS:
@@ -181,10 +171,11 @@ def export_onnx(
     seed: int = 0,
     bake: bool = False,
 ) -> SegmentorLogits:
-    """Export a CPU segmentor to ``out`` (TorchScript exporter) on a (1, 3, *``shape``) example,
-    N/H/W dynamic unless ``dynamic`` is False, hams seeded, :func:`deploy_metadata`; returns the
-    exported module. One line, and nothing left at ``out``, if it cannot."""
+    """Export a CPU segmentor's logits (N, H, W dynamic unless not ``dynamic``), hams seeded;
+    returns the module exported, or one line and no file at ``out``."""
     check_export_options(shape, opset)
+    import onnx
+
     seed_hams(segmentor, seed)
     model = SegmentorLogits(segmentor.eval(), bake).eval()
     example = torch.randn(1, 3, *shape, generator=torch.Generator().manual_seed(seed))
@@ -205,16 +196,13 @@ def export_onnx(
         except torch.onnx.errors.OnnxExporterError as err:
             reason = one_line(err).split(" Please feel free to request support")[0][:300]
             raise UsageError(f"--opset {opset}: torch cannot record the model: {reason}") from None
-    if found := random_operators(out):
+    if found := random_operators(graph := onnx.load(out)):
         os.remove(out)
         ops = ", ".join(f"{op} (at {node})" for op, node in found.items())
         raise UsageError(
             f"{out}: the graph draws random numbers, {ops}; the file was removed (mmseg's "
             "LightHamHead draws its dictionary at random: use type='HamLightHead')"
         )
-    import onnx
-
-    graph = onnx.load(out)
     graph.graph.output[0].type.tensor_type.shape.dim[1].dim_value = classes  # not a symbol
     onnx.helper.set_model_props(graph, {"hamseg": json.dumps(deploy_metadata(segmentor, bake))})
     onnx.save(graph, out)
@@ -228,8 +216,7 @@ def onnx_session(path: str) -> Any:
 
 
 def verify_onnx(model: nn.Module, path: str, shapes: Sequence[Sequence[int]]) -> list[dict]:
-    """ONNX Runtime's logits against ``model``'s on a random input of each shape: the largest
-    difference, relative to the largest logit too, and the argmax agreement."""
+    """ONNX Runtime's logits against ``model``'s on a random input of each shape."""
     session, results = onnx_session(path), []
     for i, shape in enumerate(shapes):
         x = torch.randn(*shape, generator=torch.Generator().manual_seed(1 + i))
@@ -242,12 +229,9 @@ def verify_onnx(model: nn.Module, path: str, shapes: Sequence[Sequence[int]]) ->
     return results
 
 
-def use_onnxruntime(
-    segmentor: nn.Module, onnx_file: str, checkpoint: Optional[str] = None
-) -> nn.Module:
-    """Make ``segmentor`` compute ``encode_decode`` with ONNX Runtime (in place) if the graph's
-    head, ham and classes are the segmentor's (and the ``checkpoint``'s, whose weights it does
-    not need). A static graph takes other sizes resized to its own."""
+def use_onnxruntime(segmentor: nn.Module, onnx_file: str, checkpoint: Optional[str] = None) -> Any:
+    """``segmentor`` computing ``encode_decode`` in ONNX Runtime if the graph's head, ham and
+    classes are its own (and ``checkpoint``'s); a static graph's other sizes are resized."""
     require_file(onnx_file, "ONNX model")
     if checkpoint:
         check_trained_head(segmentor.cfg, checkpoint, "pass the config it was trained with")
@@ -269,16 +253,99 @@ def use_onnxruntime(
             "and checkpoint the graph was exported from"
         )
     (graph_input,) = session.get_inputs()
-    size = tuple(graph_input.shape[2:])
-    size = size if all(isinstance(v, int) for v in size) else None
+    size = graph_input.shape[2:] if all(isinstance(v, int) for v in graph_input.shape[2:]) else None
 
     def encode_decode(inputs: Tensor, batch_img_metas: Any = None) -> Tensor:
         x = inputs.detach().float().cpu()
         resize = lambda t, to: F.interpolate(t, to, mode="bilinear", align_corners=False)
-        fit = size is not None and tuple(x.shape[2:]) != size
+        fit = size is not None and list(x.shape[2:]) != size
         logits = session.run(None, {graph_input.name: (resize(x, size) if fit else x).numpy()})[0]
         logits = torch.from_numpy(logits)
         return (resize(logits, inputs.shape[2:]) if fit else logits).to(inputs.device)
 
     segmentor.encode_decode = encode_decode
     return segmentor
+
+
+def gate_datasets(cfg: Config, precision: str) -> tuple[Any, Any]:
+    """The val dataset and int8's calibration one (train, val pipeline); one line if not there."""
+    init_default_scope(cfg.get("default_scope", "mmseg"))
+
+    def build(dataset_cfg: dict, split: str) -> Any:
+        reason = "has no images"
+        try:
+            if len(dataset := DATASETS.build(dataset_cfg)):
+                return dataset
+        except (AssertionError, OSError, ValueError) as err:  # empty: mmengine's ValueError
+            reason = reason if type(err) is ValueError else f"is not there ({one_line(err, 300)})"
+        raise UsageError(
+            f"{precision}: the check needs the config's {split} split, which {reason}: pass "
+            "--cfg-options data_root=PATH"
+        )
+
+    val = build(cfg.val_dataloader.dataset, "val")
+    if precision != "int8":
+        return val, None
+    train = next(leaf_datasets(cfg.train_dataloader.dataset))
+    return val, build(dict(train, pipeline=val.pipeline.transforms), "train")
+
+
+def samples(model: torch.nn.Module, dataset: Any, count: int = 0, size: Any = None) -> list:
+    """(preprocessed input (1, 3, H, W), ground truth (H, W)) of ``count`` samples spread over
+    ``dataset`` (0: all), inputs resized to a static graph's ``size``."""
+    out = []
+    for i in np.linspace(0, len(dataset) - 1, min(count or len(dataset), len(dataset))):
+        data = model.data_preprocessor({k: [v] for k, v in dataset[round(i)].items()}, False)
+        x, gt = data["inputs"].float(), data["data_samples"][0].gt_sem_seg.data[0]
+        x = F.interpolate(x, tuple(size), mode="bilinear") if size is not None else x
+        out.append((x.numpy(), gt))
+    return out
+
+
+def convert(src: str, out: str, precision: str, calibration: list[np.ndarray]) -> None:
+    """Write the fp32 graph ``src`` as 'fp16' (float32 input and output) or 'int8' (ORT's static
+    QOperator format, per-channel 7-bit weights, uint8 activations, the Hamburger in float)."""
+    import onnx
+    from onnxruntime import quantization as q
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    if precision == "fp16":
+        onnx.save(convert_float_to_float16(onnx.load(src), keep_io_types=True), out)
+    else:
+        quant_pre_process(src, out)  # BN folded: every Conv weight an initializer
+        feeds = iter([{"input": x} for x in calibration])
+        reader = type("R", (q.CalibrationDataReader,), {"get_next": lambda _: next(feeds, None)})
+        q.quantize_static(
+            out,
+            out,
+            reader(),
+            quant_format=q.QuantFormat.QOperator,
+            op_types_to_quantize=["Conv", "Add", "Mul", "Relu", "MaxPool"],
+            nodes_to_exclude=[n.name for n in onnx.load(out).graph.node if "/hamburger/" in n.name],
+            per_channel=True,
+            reduce_range=True,  # 7-bit weights: AVX2's u8 x s8 products saturate 16 bits
+            activation_type=q.QuantType.QUInt8,
+        )
+    graph, meta = onnx.load(out), onnx.load(src, load_external_data=False).metadata_props
+    onnx.helper.set_model_props(graph, {**{p.key: p.value for p in meta}, "precision": precision})
+    onnx.save(graph, out)
+
+
+def compare(fp32: str, other: str, batches: list, classes: int) -> dict[str, float]:
+    """The graph ``other`` against the graph ``fp32`` on ``batches``: argmax agreement over all
+    pixels and of the worst image, and both val mIoUs (%, mmseg's IoUMetric)."""
+    maps, mious = [], []
+    for path in (other, fp32):
+        session, preds, areas = onnx_session(path), [], []
+        for x, gt in batches:
+            logits = torch.from_numpy(session.run(None, {"input": x})[0])
+            preds.append(F.interpolate(logits, gt.shape, mode="bilinear")[0].argmax(0))
+            areas.append(IoUMetric.intersect_and_union(preds[-1], gt, classes, 255))
+        totals = [torch.stack(a).sum(0) for a in zip(*areas)]
+        mious.append(float(100 * np.nanmean(IoUMetric.total_area_to_metrics(*totals)["IoU"])))
+        maps.append(preds)
+    same = [float((a == b).sum()) for a, b in zip(*maps)]
+    worst = min(s / p.numel() for s, p in zip(same, maps[0]))
+    agreement = sum(same) / sum(p.numel() for p in maps[0])
+    return dict(agreement=agreement, worst=worst, miou=mious[0], miou_fp32=mious[1])

@@ -1,24 +1,30 @@
-"""mmseg's Python API with strict checkpoint loading (docs/ecosystem.md)."""
+"""mmseg's Python API with strict checkpoint loading (docs/ecosystem.md), and images in, overlays
+out for ``tools/infer.py`` (an input that is not a complete image is skipped in one line)."""
 
 from __future__ import annotations
 
+import os
 import os.path as osp
+from collections.abc import Iterator, Sequence
 from typing import Optional
 
+import cv2
 import numpy as np
 import torch
 from mmengine.config import Config
 from mmengine.infer import BaseInferencer
-from mmseg.apis import MMSegInferencer
+from mmseg.apis import MMSegInferencer, inference_model
 from mmseg.apis import init_model as mmseg_init_model
+from mmseg.visualization import SegLocalVisualizer
 from torch import nn
 
 from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.compat.package_lookup import PACKAGE_DIR, config_file
+from hamseg.datasets.loading import InvalidSampleError, read_image_rgb
 from hamseg.utils.config import dataset_class_metainfo, split_datasets
 from hamseg.utils.errors import UsageError, require_file
 
-from .checkpoint import load_state_dict_strict
+from .checkpoint import check_checkpoint
 
 
 def init_model(
@@ -37,18 +43,14 @@ def init_model(
         raise UsageError(f"checkpoint {checkpoint} stores no config: pass --config")
     if config is None:
         config = Config.fromstring(meta["cfg"], file_format=".py")
-    elif isinstance(config, dict):  # a ConfigDict too
-        config = Config(config)
-    elif not isinstance(config, Config):
-        config = Config.fromfile(config_file(str(config)))
+    elif not isinstance(config, Config):  # a dict, a file or a packaged name
+        config = Config(config) if isinstance(config, dict) else config_file(config)
     device = device or ("cuda:0" if torch.cuda.is_available() else "cpu")
     model = mmseg_init_model(config, None, device, cfg_options)
     if loaded is not None:
-        load_state_dict_strict(model, loaded, str(checkpoint))
+        model.load_state_dict(check_checkpoint(model, loaded, str(checkpoint)))
     old = meta.get("CLASSES") and dict(classes=meta["CLASSES"], palette=meta.get("PALETTE"))
-    classes = meta.get("dataset_meta") or old or config_dataset_meta(model.cfg) or {}
-    fits = len(classes.get("classes") or ()) == model.decode_head.num_classes
-    model.dataset_meta = classes if fits else None
+    model.dataset_meta = meta.get("dataset_meta") or old or config_dataset_meta(model.cfg)
     model.dataset_meta = dict(zip(("classes", "palette"), class_info(model)))
     return model
 
@@ -69,14 +71,15 @@ def config_dataset_meta(cfg: Config) -> Optional[dict]:
 
 
 def class_info(model: nn.Module) -> tuple[list[str], list[list[int]]]:
-    """Class names and palette of a model (``class i`` and a fixed random palette if absent)."""
-    meta = getattr(model, "dataset_meta", None) or {}
-    n = model.decode_head.num_classes
-    classes = list(meta.get("classes") or [f"class {i}" for i in range(n)])
+    """Class names and palette of a model's ``dataset_meta`` if they are as many as its classes
+    (else ``class i``), a fixed random palette if there is none."""
+    meta, n = getattr(model, "dataset_meta", None) or {}, model.decode_head.num_classes
+    if len(meta.get("classes") or ()) != n:
+        meta = dict(classes=[f"class {i}" for i in range(n)])
     palette = meta.get("palette")
-    if not palette or len(palette) < len(classes):
-        palette = np.random.default_rng(42).integers(0, 256, size=(len(classes), 3)).tolist()
-    return classes, [list(map(int, c)) for c in palette]
+    if not palette or len(palette) < n:
+        palette = np.random.default_rng(42).integers(0, 256, size=(n, 3)).tolist()
+    return list(meta["classes"]), [list(map(int, c)) for c in palette]
 
 
 def resolve_model_name(name: str) -> tuple[str, str] | None:
@@ -102,3 +105,49 @@ class HamSegInferencer(MMSegInferencer):
         model = init_model(cfg or None, weights, device)
         cfg.update({} if cfg else model.cfg._cfg_dict)  # model=None: the checkpoint's config
         return model
+
+
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
+
+
+def gather_inputs(inputs: Sequence[str]) -> list[str]:
+    """Image paths of files and folders (recursive, sorted), each file once."""
+    unique = {}  # real path -> the first mention
+    for item in inputs:
+        if not osp.exists(item):
+            raise FileNotFoundError(f"input not found: {item}")
+        found = [osp.join(root, f) for root, _, files in os.walk(item) for f in files]
+        found = sorted(f for f in found if f.lower().endswith(IMAGE_EXTENSIONS))
+        for path in found if osp.isdir(item) else [item]:
+            unique.setdefault(osp.realpath(path), path)
+    return list(unique.values())
+
+
+def segment_images(
+    model: nn.Module,
+    paths: Sequence[str],
+    out_dir: str,
+    inputs_root: Optional[str] = None,
+    opacity: float = 0.5,
+    with_labels: bool = False,
+    save_label: bool = False,
+) -> Iterator[tuple[str, Optional[str]]]:
+    """Write ``<out_dir>/<name>_overlay.png`` (and ``_label.png``) per image, ``<name>`` its path
+    below ``inputs_root`` with '/' as '__'; yield (path, None) or (path, why it was skipped)."""
+    drawer = SegLocalVisualizer(name=f"hamseg.images.{id(model)}", alpha=opacity)
+    drawer.dataset_meta = dict(zip(("classes", "palette"), class_info(model)))
+    os.makedirs(out_dir, exist_ok=True)
+    for path in paths:
+        try:
+            rgb = read_image_rgb(path)
+        except InvalidSampleError as err:
+            yield path, str(err)
+            continue
+        result = inference_model(model, np.ascontiguousarray(rgb[:, :, ::-1]))  # mmseg: BGR
+        name = osp.relpath(path, inputs_root) if inputs_root else osp.basename(path)
+        stem = osp.join(out_dir, osp.splitext(name)[0].replace(os.sep, "__"))
+        overlay, label = f"{stem}_overlay.png", result.pred_sem_seg.data[0].cpu().numpy()
+        drawer.add_datasample(stem, rgb, result, False, out_file=overlay, with_labels=with_labels)
+        if save_label:
+            cv2.imwrite(f"{stem}_label.png", label.astype(np.uint8))
+        yield path, None

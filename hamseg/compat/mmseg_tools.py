@@ -1,6 +1,5 @@
 """mmseg's tool scripts after ``import hamseg`` (on mmcv-lite they fail at ``import mmseg.apis``),
-with the bugs a user meets in mmseg 1.2.2's scripts patched while one runs (each has a canary in
-tests/tools/test_mmseg_tool.py; docs/ecosystem.md lists them)."""
+the bugs a user meets in mmseg 1.2.2's patched while one runs (docs/ecosystem.md lists them)."""
 
 from __future__ import annotations
 
@@ -24,13 +23,7 @@ from .package_lookup import config_file
 
 FIXED_VERSION = "1.2.2"  #: the mmseg version whose scripts the fixes are for
 FOLDERS = ("analysis_tools", "misc")  #: where a short name (``get_flops``) is looked up
-
-
-def mmseg_tools_dir() -> str:
-    """mmseg's tools folder: ``mmseg/.mim/tools`` when installed, else a checkout's tools/."""
-    package = osp.dirname(osp.abspath(mmseg.__file__))
-    installed = osp.join(package, ".mim", "tools")
-    return installed if osp.isdir(installed) else osp.join(osp.dirname(package), "tools")
+TOOLS_DIR = osp.join(osp.dirname(mmseg.__file__), ".mim", "tools")  #: mmseg's scripts
 
 
 @contextlib.contextmanager
@@ -83,20 +76,20 @@ def run_mmseg_tool(name: str, argv: list[str]) -> None:
     """Run mmseg's script ``name`` (``get_flops``, ``misc/browse_dataset``, with or without
     '.py') or a Python file as ``python SCRIPT ARGV`` would, with its fixes; packaged config
     names (``hamseg::DIR/NAME.py``) in ``argv`` become their files."""
-    root, script = mmseg_tools_dir(), name if name.endswith(".py") else f"{name}.py"
+    script = name if name.endswith(".py") else f"{name}.py"
     found = [osp.abspath(name)] * (name == script)  # a Python file, else mmseg's script
-    found += [osp.join(root, folder, script) for folder in ("", *FOLDERS)]
+    found += [osp.join(TOOLS_DIR, folder, script) for folder in ("", *FOLDERS)]
     path = next((p for p in found if osp.isfile(p)), None)
     if path is None:
         raise UsageError(
-            f"unknown mmseg tool {name!r}: a script under {root}/{{{','.join(FOLDERS)}}} "
+            f"unknown mmseg tool {name!r}: a script under {TOOLS_DIR}/{{{','.join(FOLDERS)}}} "
             "(get_flops, misc/browse_dataset) or a Python file"
         )
     argv = [config_file(a) if "::" in a and a.endswith(".py") else a for a in argv]
     saved = sys.argv, list(sys.path)
     sys.argv, sys.path[:0] = [path, *argv], [osp.dirname(path)]
     try:
-        with tool_fixes(osp.relpath(path, root).replace(osp.sep, "/"), argv):
+        with tool_fixes(osp.relpath(path, TOOLS_DIR).replace(osp.sep, "/"), argv):
             runpy.run_path(path, run_name="__main__")
     finally:
         sys.argv, sys.path[:] = saved

@@ -21,7 +21,6 @@ import tempfile
 from mmengine.config import DictAction
 
 from hamseg.apis import export, init_model
-from hamseg.apis.precision import CALIBRATION_IMAGES, compare, convert, gate_datasets, samples
 from hamseg.cli import CLIError, build_config, run_cli
 from hamseg.utils.errors import require_file
 
@@ -50,7 +49,7 @@ def parse_args() -> argparse.Namespace:
     add("--min-worst-agreement", type=float, default=0.95, help="argmax, the worst val image")
     add("--max-miou-drop", type=float, default=0.5, help="val mIoU points")
     add("--val-images", type=int, default=0, help="val images, spread over the split (0: all)")
-    add("--calibration-images", type=int, default=CALIBRATION_IMAGES, help="int8: train images")
+    add("--calibration-images", type=int, default=16, help="int8: train images")
     return p.parse_args()
 
 
@@ -64,7 +63,7 @@ def main() -> None:
     if target and args.bake_preprocess:
         raise CLIError(f"--bake-preprocess with {target}: the val check feeds normalised images")
     if target:  # the data the check needs, before the export
-        val, calibration_set = gate_datasets(cfg, target)
+        val, calibration_set = export.gate_datasets(cfg, target)
     model = init_model(cfg, args.checkpoint, device="cpu")  # strict: its keys and shapes
     if not args.allow_config_mismatch:
         fix = "export with the config it was trained with, or pass --allow-config-mismatch"
@@ -101,12 +100,12 @@ def main() -> None:
         calibration = []
         if target == "int8":
             calibration = [
-                x for x, _ in samples(model, calibration_set, args.calibration_images, size)
+                x for x, _ in export.samples(model, calibration_set, args.calibration_images, size)
             ]
             print(f"int8: activation ranges from {len(calibration)} images of the train split")
-        batches = samples(model, val, args.val_images, size)
-        convert(fp32, args.out, target, calibration)
-        r = compare(fp32, args.out, batches, model.decode_head.num_classes)
+        batches = export.samples(model, val, args.val_images, size)
+        export.convert(fp32, args.out, target, calibration)
+        r = export.compare(fp32, args.out, batches, model.decode_head.num_classes)
         drop = r["miou_fp32"] - r["miou"]
         line = (
             f"{target}: argmax agreement with fp32 {100 * r['agreement']:.2f}% (worst image "
