@@ -24,6 +24,8 @@ from .package_lookup import config_file
 FIXED_VERSION = "1.2.2"  #: the mmseg version whose scripts the fixes are for
 FOLDERS = ("analysis_tools", "misc")  #: where a short name (``get_flops``) is looked up
 TOOLS_DIR = osp.join(osp.dirname(mmseg.__file__), ".mim", "tools")  #: mmseg's scripts
+if not osp.isdir(TOOLS_DIR):  # an editable install of mmseg's checkout: its tools/
+    TOOLS_DIR = osp.join(osp.dirname(osp.dirname(mmseg.__file__)), "tools")
 
 
 @contextlib.contextmanager
