@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from hamseg.apis import init_model
 from hamseg.apis.export import use_onnxruntime
-from hamseg.apis.images import gather_inputs, segment_images
+from hamseg.apis.inference import gather_inputs, segment_images
 from hamseg.cli import CLIError, run_cli
 
 
@@ -56,8 +56,7 @@ def main() -> None:
         raise CLIError("no images found in the inputs")
     model = init_model(args.config, args.checkpoint, args.device)  # no checkpoint: no weights
     if args.backend == "onnxruntime":
-        names = ("checkpoint", args.checkpoint) if args.checkpoint else ("config", args.config)
-        model = use_onnxruntime(model, args.model, names_from=names)
+        model = use_onnxruntime(model, args.model, args.checkpoint)
     root = args.inputs[0] if len(args.inputs) == 1 and osp.isdir(args.inputs[0]) else None
     results = segment_images(
         model, paths, args.out_dir, root, args.opacity, args.with_labels, args.save_label

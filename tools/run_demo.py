@@ -35,7 +35,10 @@ def main() -> None:
     p.add_argument("--cfg-options", nargs="+", action=DictAction, help="config keys: key=value")
     p.add_argument("--resume", nargs="?", const="auto", help="a checkpoint; bare: the latest")
     args = vars(p.parse_args())
-    resume, args["draw"] = args.pop("resume"), not args.pop("no_vis")
+    resume, seed, options = args.pop("resume"), args.pop("seed"), args["cfg_options"] or {}
+    options.update({"randomness.seed": seed} if seed is not None else {})
+    options.update({"default_hooks.visualization.draw": False} if args.pop("no_vis") else {})
+    args["cfg_options"] = options
 
     def prepare(cfg: Config) -> bool:  # tools/train.py's guard hooks and --resume
         print_log(f"Guard hooks added: {', '.join(add_guard_hooks(cfg))}", "current")

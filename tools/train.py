@@ -27,7 +27,7 @@ from hamseg.cli.preflight import (
     naming_validate_dataset,
     scan_data,
 )
-from hamseg.cli.resume import apply_resume, check_resumed_schedule, finished_run, report_load_from
+from hamseg.cli.resume import apply_resume, check_resumed_schedule, finished_run
 from hamseg.datasets.checks import check_dataset_paths
 
 
@@ -100,7 +100,6 @@ def main() -> None:
         scan_data(cfg, ("train", "val"), args.config)
     runner = Runner.from_cfg(cfg) if "runner_type" not in cfg else RUNNERS.build(cfg)
     log_notices()  # after mmengine's config dump: hamseg's lines stay visible
-    report_load_from(runner, cfg)  # fine-tuning: which tensors keep their init, in one line
     with naming_validate_dataset(args.config):
         runner.train()
 

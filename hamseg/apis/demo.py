@@ -1,19 +1,18 @@
-"""The CPU demo (``tools/run_demo.py``): a head trained on Context Shapes, generated if absent, or
-on a dataset config's data, by mmseg's Runner (docs/demo.md)."""
+"""The CPU demo of ``tools/run_demo.py`` (docs/demo.md): a head trained by mmseg's Runner on
+Context Shapes, generated if absent, or on a dataset config's data."""
 
 from __future__ import annotations
 
-import json
-import os
 import os.path as osp
 import time
 from collections.abc import Callable
 from typing import Any, Optional
 
+import mmengine
 from mmengine.config import Config
 from mmengine.runner import Runner
 
-from hamseg.compat.package_lookup import PACKAGE_DIR, config_file
+from hamseg.compat.package_lookup import config_file
 from hamseg.datasets import context_shapes as shapes
 from hamseg.datasets.checks import check_dataset_paths
 from hamseg.utils.config import dataset_classes
@@ -44,8 +43,7 @@ def head_config(
     config: str, data_config: Optional[str] = None, data_root: Optional[str] = None
 ) -> Config:
     """The head ``config`` on ``data_config``'s loaders, evaluators, data preprocessor, class
-    count and ``custom_imports`` (after the head's), every loader at ``data_root``; configs are
-    files or packaged names (``FileNotFoundError`` naming a missing one)."""
+    count and ``custom_imports`` (after the head's), every loader at ``data_root``."""
     cfg = Config.fromfile(config_file(config))
     data = Config.fromfile(config_file(data_config)) if data_config else Config()
     for key in (k for k in (*LOADERS, "val_evaluator", "test_evaluator") if k in data):
@@ -56,10 +54,7 @@ def head_config(
         head.num_classes = model.get("decode_head", {}).get("num_classes") or len(classes)
         cfg.model.data_preprocessor = model.get("data_preprocessor", cfg.model.data_preprocessor)
         imports = [m for c in (cfg, data) for m in c.get("custom_imports", {}).get("imports", [])]
-        if imports:  # e.g. the module that registers the data config's dataset class
-            cfg.custom_imports = dict(
-                imports=list(dict.fromkeys(imports)), allow_failed_imports=False
-            )
+        cfg.custom_imports = dict(imports=list(dict.fromkeys(imports)), allow_failed_imports=False)
     for loader in LOADERS if data_root else ():
         cfg[loader].dataset.data_root = data_root
     return cfg
@@ -69,46 +64,33 @@ def run_demo(
     config: str = DEFAULT_DEMO_CONFIG,
     data_root: Optional[str] = None,
     work_dir: Optional[str] = None,
-    seed: Optional[int] = None,
     max_iters: Optional[int] = None,
-    draw: bool = True,
     cfg_options: Optional[dict] = None,
     data_config: Optional[str] = None,
     prepare: Optional[Callable[[Config], bool]] = None,
 ) -> dict[str, Any]:
-    """Train and validate :func:`head_config` (Context Shapes in ``data_root``, default
-    data/context_shapes), a checkpoint every 100 iterations (the last two kept) and at the end.
-    ``prepare(cfg)`` runs before the Runner (False: the run is complete, its result is read).
-    The result (mIoU, params, head_params, total_time_s, checkpoint, ...) is also written to
-    ``<work_dir>/demo_result.json``."""
+    """Train and validate :func:`head_config`; ``prepare(cfg)`` runs before the Runner (False:
+    the run is complete). The result is also ``<work_dir>/demo_result.json``."""
     if not data_config:
-        data_root = data_root or "data/context_shapes"
-        ensure_data(data_root)
+        ensure_data(data_root := data_root or "data/context_shapes")
     cfg = head_config(config, data_config, data_root)
     if max_iters is not None:
         set_schedule_length(cfg, max_iters)
-    cfg.default_hooks.checkpoint.update(
-        interval=min(100, cfg.train_cfg.max_iters), max_keep_ckpts=2
-    )
-    if not draw:
-        cfg.default_hooks.visualization.draw = False
+    cfg.default_hooks.checkpoint.max_keep_ckpts = 2
+    cfg.default_hooks.checkpoint.interval = min(100, cfg.train_cfg.max_iters)
     cfg.merge_from_dict(dict(cfg_options or {}, launcher="none"))
-    if seed is not None:
-        cfg.randomness = dict(seed=seed)
+    end = cfg.train_cfg.max_iters
     name = osp.splitext(osp.basename(config))[0]
     cfg.work_dir = work_dir or osp.join("work_dirs", "demo", name)
     if data_config:
         check_dataset_paths(cfg)
     saved = osp.join(cfg.work_dir, "demo_result.json")
     if prepare is not None and not prepare(cfg):
-        with open(saved, encoding="utf-8") as f:
-            return json.load(f)
+        return mmengine.load(saved)
     runner, start = Runner.from_cfg(cfg), time.perf_counter()
     runner.train()
-    end = cfg.train_cfg.max_iters
     result = dict(
         name=cfg.get("demo_name", name),
-        config=config,
         seed=cfg.get("randomness", {}).get("seed"),
         max_iters=end,
         mIoU=float(runner.message_hub.get_scalar("val/mIoU").current()),
@@ -117,20 +99,5 @@ def run_demo(
         total_time_s=round(time.perf_counter() - start, 2),
         checkpoint=osp.join(cfg.work_dir, f"iter_{end}.pth"),
     )
-    with open(saved, "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=2)
+    mmengine.dump(result, saved, indent=2)
     return result
-
-
-def demo_command_for(checkpoint: str) -> Optional[str]:
-    """The ``tools/run_demo.py`` command that writes ``checkpoint`` if it is where a demo run
-    puts it (``work_dirs/demo/<demo config name>/iter_<N>.pth``), else None."""
-    *_, work, demo, name, last = ["", "", "", ""] + osp.normpath(checkpoint).split(os.sep)
-    iters = last.removeprefix("iter_").removesuffix(".pth")
-    config = osp.join(PACKAGE_DIR, ".mim", "configs", "demo", f"{name}.py")
-    if [work, demo] != ["work_dirs", "demo"] or not iters.isdigit() or not osp.isfile(config):
-        return None
-    more = (
-        "" if int(iters) == Config.fromfile(config).train_cfg.max_iters else f" --max-iters {iters}"
-    )
-    return f"python tools/run_demo.py --config configs/demo/{name}.py{more}"

@@ -1,26 +1,30 @@
-"""mmseg's Python API, strict: :func:`init_model` loads the checkpoint strictly (the config
-defaults to the checkpoint's); :class:`HamSegInferencer` is mmseg's ``MMSegInferencer`` built by
-it, which also knows hamseg's model names."""
+"""mmseg's Python API with strict checkpoint loading (docs/ecosystem.md), and images in, overlays
+out for ``tools/infer.py`` (an input that is not a complete image is skipped in one line)."""
 
 from __future__ import annotations
 
+import os
 import os.path as osp
+from collections.abc import Iterator, Sequence
 from typing import Optional
 
+import cv2
 import numpy as np
 import torch
 from mmengine.config import Config
 from mmengine.infer import BaseInferencer
 from mmseg.apis import MMSegInferencer, inference_model
 from mmseg.apis import init_model as mmseg_init_model
+from mmseg.visualization import SegLocalVisualizer
 from torch import nn
 
 from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.compat.package_lookup import PACKAGE_DIR, config_file
+from hamseg.datasets.loading import InvalidSampleError, read_image_rgb
 from hamseg.utils.config import dataset_class_metainfo, split_datasets
 from hamseg.utils.errors import UsageError, require_file
 
-from .checkpoint import load_state_dict_strict
+from .checkpoint import check_checkpoint
 
 
 def init_model(
@@ -29,39 +33,31 @@ def init_model(
     device: Optional[str] = None,
     cfg_options: Optional[dict] = None,
 ) -> nn.Module:
-    """mmseg's ``init_model`` (``device`` default: 'cuda:0' if available), ``checkpoint`` loaded
-    strictly (:class:`~hamseg.apis.CheckpointMismatchError`), ``config`` None: the checkpoint's.
-    ``dataset_meta``: the checkpoint's classes and palette, else the config dataset's if their
-    count fits, else :func:`class_info`'s."""
-    loaded, meta = None, {}
-    if checkpoint is not None:
-        if "://" not in str(checkpoint):
-            require_file(str(checkpoint), "checkpoint file")
-        loaded = load_checkpoint_file(str(checkpoint))
-        meta = loaded.get("meta") or {} if isinstance(loaded, dict) else {}
+    """mmseg's ``init_model`` loading ``checkpoint`` strictly; ``config`` None: the checkpoint's.
+    ``dataset_meta``: the checkpoint's, else the config dataset's if the class count fits."""
+    if checkpoint is not None and "://" not in str(checkpoint):
+        require_file(str(checkpoint), "checkpoint file")
+    loaded = load_checkpoint_file(str(checkpoint)) if checkpoint is not None else None
+    meta = loaded.get("meta") or {} if isinstance(loaded, dict) else {}
     if config is None and "cfg" not in meta:
         raise UsageError(f"checkpoint {checkpoint} stores no config: pass --config")
     if config is None:
         config = Config.fromstring(meta["cfg"], file_format=".py")
-    elif isinstance(config, dict):  # a ConfigDict too
-        config = Config(config)
-    elif not isinstance(config, Config):
-        config = Config.fromfile(config_file(str(config)))
+    elif not isinstance(config, Config):  # a dict, a file or a packaged name
+        config = Config(config) if isinstance(config, dict) else config_file(config)
     device = device or ("cuda:0" if torch.cuda.is_available() else "cpu")
     model = mmseg_init_model(config, None, device, cfg_options)
     if loaded is not None:
-        load_state_dict_strict(model, loaded, str(checkpoint))
+        model.load_state_dict(check_checkpoint(model, loaded, str(checkpoint)))
     old = meta.get("CLASSES") and dict(classes=meta["CLASSES"], palette=meta.get("PALETTE"))
-    classes = meta.get("dataset_meta") or old or config_dataset_meta(model.cfg) or {}
-    fits = len(classes.get("classes") or ()) == model.decode_head.num_classes
-    model.dataset_meta = classes if fits else None
+    model.dataset_meta = meta.get("dataset_meta") or old or config_dataset_meta(model.cfg)
     model.dataset_meta = dict(zip(("classes", "palette"), class_info(model)))
     return model
 
 
 def config_dataset_meta(cfg: Config) -> Optional[dict]:
-    """Classes and palette of a config's dataset (test, else val, else train): its
-    ``metainfo`` over its class's ``METAINFO`` (a subset of the classes keeps their colours)."""
+    """Classes and palette of the config's test (else val, train) dataset: its ``metainfo``
+    over its class's ``METAINFO`` (a subset of the classes keeps their colours)."""
     for _, dataset in split_datasets(cfg, ("test", "val", "train")):
         base, own = dataset_class_metainfo(dataset), dataset.get("metainfo") or {}
         classes = list(own.get("classes") or base.get("classes") or [])
@@ -69,31 +65,25 @@ def config_dataset_meta(cfg: Config) -> Optional[dict]:
         palette = own.get("palette") or [colours.get(c) for c in classes]
         if classes:
             return dict(
-                classes=classes, palette=None if None in palette else [list(c) for c in palette]
+                classes=classes, palette=None if None in palette else list(map(list, palette))
             )
     return None
 
 
 def class_info(model: nn.Module) -> tuple[list[str], list[list[int]]]:
-    """Class names and palette of a model (``class i`` and a fixed random palette if absent)."""
-    meta = getattr(model, "dataset_meta", None) or {}
-    n = model.decode_head.num_classes
-    classes = list(meta.get("classes") or [f"class {i}" for i in range(n)])
+    """Class names and palette of a model's ``dataset_meta`` if they are as many as its classes
+    (else ``class i``), a fixed random palette if there is none."""
+    meta, n = getattr(model, "dataset_meta", None) or {}, model.decode_head.num_classes
+    if len(meta.get("classes") or ()) != n:
+        meta = dict(classes=[f"class {i}" for i in range(n)])
     palette = meta.get("palette")
-    if not palette or len(palette) < len(classes):
-        palette = np.random.default_rng(42).integers(0, 256, size=(len(classes), 3)).tolist()
-    return classes, [list(map(int, c)) for c in palette]
-
-
-def predict_label(model: nn.Module, rgb: np.ndarray) -> np.ndarray:
-    """Predicted class indices (H, W) int64 of an RGB uint8 image (H, W, 3)."""
-    result = inference_model(model, np.ascontiguousarray(rgb[:, :, ::-1]))  # mmseg takes BGR
-    return result.pred_sem_seg.data[0].cpu().numpy().astype(np.int64)
+    if not palette or len(palette) < n:
+        palette = np.random.default_rng(42).integers(0, 256, size=(n, 3)).tolist()
+    return list(meta["classes"]), [list(map(int, c)) for c in palette]
 
 
 def resolve_model_name(name: str) -> tuple[str, str] | None:
-    """(config, weights) of a ``Name`` or ``Alias`` (any case) in hamseg's model index, read as
-    mmengine reads it; None if there is none."""
+    """(config, weights) of a ``Name`` or ``Alias`` (any case) in hamseg's model index."""
     root = osp.join(PACKAGE_DIR, ".mim")
     for model in BaseInferencer._get_models_from_metafile(root):
         if name.lower() in (n.lower() for n in [model["Name"], *model.get("Alias", [])]):
@@ -102,9 +92,8 @@ def resolve_model_name(name: str) -> tuple[str, str] | None:
 
 
 class HamSegInferencer(MMSegInferencer):
-    """mmseg's ``MMSegInferencer``, its model built by :func:`init_model` (strict); a model name
-    is looked up in hamseg's index (``hamseg::`` configs too), then mmseg's; ``model=None``
-    takes the config stored in ``weights``."""
+    """mmseg's ``MMSegInferencer`` built by :func:`init_model`; model names are looked up in
+    hamseg's index, then mmseg's; ``model=None`` takes the config stored in ``weights``."""
 
     def _load_model_from_metafile(self, model: str) -> tuple[Config, Optional[str]]:
         found = (model, None) if model.startswith("hamseg::") else resolve_model_name(model)
@@ -116,3 +105,49 @@ class HamSegInferencer(MMSegInferencer):
         model = init_model(cfg or None, weights, device)
         cfg.update({} if cfg else model.cfg._cfg_dict)  # model=None: the checkpoint's config
         return model
+
+
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
+
+
+def gather_inputs(inputs: Sequence[str]) -> list[str]:
+    """Image paths of files and folders (recursive, sorted), each file once."""
+    unique = {}  # real path -> the first mention
+    for item in inputs:
+        if not osp.exists(item):
+            raise FileNotFoundError(f"input not found: {item}")
+        found = [osp.join(root, f) for root, _, files in os.walk(item) for f in files]
+        found = sorted(f for f in found if f.lower().endswith(IMAGE_EXTENSIONS))
+        for path in found if osp.isdir(item) else [item]:
+            unique.setdefault(osp.realpath(path), path)
+    return list(unique.values())
+
+
+def segment_images(
+    model: nn.Module,
+    paths: Sequence[str],
+    out_dir: str,
+    inputs_root: Optional[str] = None,
+    opacity: float = 0.5,
+    with_labels: bool = False,
+    save_label: bool = False,
+) -> Iterator[tuple[str, Optional[str]]]:
+    """Write ``<out_dir>/<name>_overlay.png`` (and ``_label.png``) per image, ``<name>`` its path
+    below ``inputs_root`` with '/' as '__'; yield (path, None) or (path, why it was skipped)."""
+    drawer = SegLocalVisualizer(name=f"hamseg.images.{id(model)}", alpha=opacity)
+    drawer.dataset_meta = dict(zip(("classes", "palette"), class_info(model)))
+    os.makedirs(out_dir, exist_ok=True)
+    for path in paths:
+        try:
+            rgb = read_image_rgb(path)
+        except InvalidSampleError as err:
+            yield path, str(err)
+            continue
+        result = inference_model(model, np.ascontiguousarray(rgb[:, :, ::-1]))  # mmseg: BGR
+        name = osp.relpath(path, inputs_root) if inputs_root else osp.basename(path)
+        stem = osp.join(out_dir, osp.splitext(name)[0].replace(os.sep, "__"))
+        overlay, label = f"{stem}_overlay.png", result.pred_sem_seg.data[0].cpu().numpy()
+        drawer.add_datasample(stem, rgb, result, False, out_file=overlay, with_labels=with_labels)
+        if save_label:
+            cv2.imwrite(f"{stem}_label.png", label.astype(np.uint8))
+        yield path, None

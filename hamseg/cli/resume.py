@@ -15,10 +15,7 @@ from typing import Any
 
 import torch
 from mmengine.config import Config
-from mmengine.logging import print_log
 
-from hamseg.apis.checkpoint import reinitialised_by_load_from
-from hamseg.apis.demo import demo_command_for
 from hamseg.engine.checkpoints import find_latest_complete_checkpoint
 
 from .common import CLIError, notice
@@ -55,11 +52,9 @@ def apply_resume(cfg: Config, resume: Any, cfg_options: dict | None = None) -> s
     local = bool(load_from) and "://" not in load_from
     where = "" if not local or osp.isabs(load_from) else f", relative to {os.getcwd()}"
     if local and not osp.isfile(load_from):
-        demo = demo_command_for(load_from)  # the demo's checkpoint: say what writes it
         raise CLIError(
-            f"load_from checkpoint not found: {load_from}{where} ("
-            + (f"`{demo}` writes it, or " if demo else "")
-            + "set another with --cfg-options load_from=PATH)"
+            f"load_from checkpoint not found: {load_from}{where} (set another with --cfg-options "
+            "load_from=PATH)"
         )
     if (
         where and target is None
@@ -112,15 +107,3 @@ def check_resumed_schedule(cfg: Config, target: str | None, extend: bool = False
         f"max_iters={max_iters}, without --resume; or --extend-schedule: this config's "
         "schedulers, rebuilt at the checkpoint's iteration)"
     )
-
-
-def report_load_from(runner: Any, cfg: Config) -> str | None:
-    """Before a run from ``load_from`` weights, log which tensors keep their fresh init
-    (fine-tuning with another class count); the line, or None."""
-    load_from = cfg.get("load_from")
-    if cfg.get("resume") or not load_from or "://" in load_from or not osp.isfile(load_from):
-        return None
-    line = reinitialised_by_load_from(runner.model, load_from)
-    if line is not None:
-        print_log(line, "current")
-    return line

@@ -1,20 +1,5 @@
-"""mmseg's tool scripts on this stack (tools/mmseg_tool.py, tools/analysis_tools/, tools/misc/):
-:func:`run_mmseg_tool` runs one after ``import hamseg`` (on mmcv-lite they fail at their first
-line, ``import mmseg.apis``). While one of mmseg 1.2.2's runs, the bugs a user meets in it are
-patched (tests/tools/test_mmseg_tool.py has a canary for each):
-
-- analysis_tools/get_flops.py passes ``input_shape`` and ``inputs``, which mmengine 0.10.7
-  refuses together ("cannot be both set"): ``inputs`` is used;
-- analysis_tools/browse_dataset.py and misc/browse_dataset.py draw on a non-contiguous image,
-  which OpenCV refuses: they get a contiguous copy;
-- analysis_tools/benchmark.py averages over images 6-200 and prints nan for fewer: the loader
-  repeats;
-- analysis_tools/confusion_matrix.py and misc/browse_dataset.py read the class's ``METAINFO``
-  (``KeyError: 'classes'`` for mmseg's ``BaseSegDataset`` whose classes the config sets): they
-  get the dataset's own;
-- misc/publish_model.py names its output ``out_file.rstrip('.pth') + '-<sha>.pth'``
-  (``hamnet.pth`` -> ``hamne-<sha>.pth``): such a name is refused in one line.
-"""
+"""mmseg's tool scripts after ``import hamseg`` (on mmcv-lite they fail at ``import mmseg.apis``),
+the bugs a user meets in mmseg 1.2.2's patched while one runs (docs/ecosystem.md lists them)."""
 
 from __future__ import annotations
 
@@ -36,45 +21,40 @@ from hamseg.utils.errors import UsageError
 
 from .package_lookup import config_file
 
-#: Short names of mmseg's scripts (relative to its tools folder); others run by that path.
-TOOLS = {
-    "get_flops": "analysis_tools/get_flops.py",
-    "benchmark": "analysis_tools/benchmark.py",
-    "browse_dataset": "analysis_tools/browse_dataset.py",
-    "confusion_matrix": "analysis_tools/confusion_matrix.py",
-    "analyze_logs": "analysis_tools/analyze_logs.py",
-    "print_config": "misc/print_config.py",
-    "publish_model": "misc/publish_model.py",
-}
-#: The mmseg version whose scripts the fixes are for.
-FIXED_VERSION = "1.2.2"
+FIXED_VERSION = "1.2.2"  #: the mmseg version whose scripts the fixes are for
+FOLDERS = ("analysis_tools", "misc")  #: where a short name (``get_flops``) is looked up
+TOOLS_DIR = osp.join(osp.dirname(mmseg.__file__), ".mim", "tools")  #: mmseg's scripts
+if not osp.isdir(TOOLS_DIR):  # an editable install of mmseg's checkout: its tools/
+    TOOLS_DIR = osp.join(osp.dirname(osp.dirname(mmseg.__file__)), "tools")
 
 
-def mmseg_tools_dir() -> str:
-    """mmseg's tools folder: ``mmseg/.mim/tools`` when installed, else a checkout's tools/."""
-    package = osp.dirname(osp.abspath(mmseg.__file__))
-    installed = osp.join(package, ".mim", "tools")
-    return installed if osp.isdir(installed) else osp.join(osp.dirname(package), "tools")
-
-
-def _patches(script: str) -> list:
-    """mock patches fixing ``script`` (a path relative to mmseg's tools folder)."""
-    count = mmengine.analysis.get_model_complexity_info
-    draw = SegLocalVisualizer.add_datasample
+@contextlib.contextmanager
+def tool_fixes(script: str, argv: list[str]) -> Iterator[None]:
+    """The fixes for mmseg 1.2.2's ``script`` (relative to its tools folder) in the block."""
+    out = [arg for arg in argv if not arg.startswith("-")][1:2]
+    if mmseg.__version__ != FIXED_VERSION:
+        yield
+        return
+    if script == "misc/publish_model.py" and out and out[0][:-4] != out[0].rstrip(".pth"):
+        raise UsageError(  # mmseg names it out_file.rstrip('.pth') + '-<sha>.pth'
+            f"publish_model: OUT_FILE {out[0]!r} must end in '.pth' after a name that does not "
+            "end in '.', 'p', 't' or 'h' (mmseg 1.2.2 strips those), e.g. model_pub.pth"
+        )
+    count, draw = mmengine.analysis.get_model_complexity_info, SegLocalVisualizer.add_datasample
     build_loader, build_dataset = Runner.build_dataloader, DATASETS.build
 
-    def flops(model, input_shape=None, inputs=None, **kwargs):
+    def flops(model, input_shape=None, inputs=None, **kwargs):  # "cannot be both set"
         return count(model, None if inputs is not None else input_shape, inputs, **kwargs)
 
-    def contiguous(self, name, image, *args, **kwargs):
+    def contiguous(self, name, image, *args, **kwargs):  # OpenCV refuses to draw on a view
         return draw(self, name, np.ascontiguousarray(image), *args, **kwargs)
 
-    def repeated(*args, **kwargs):
+    def repeated(*args, **kwargs):  # benchmark.py averages images 6-200: nan for fewer
         loader = build_loader(*args, **kwargs)
         while len(loader):
             yield from loader
 
-    def own_metainfo(*args, **kwargs):
+    def own_metainfo(*args, **kwargs):  # KeyError 'classes' for classes the config sets
         dataset = build_dataset(*args, **kwargs)
         dataset.METAINFO = dataset.metainfo  # hides the class attribute the scripts read
         return dataset
@@ -88,48 +68,30 @@ def _patches(script: str) -> list:
         "analysis_tools/confusion_matrix.py": [metainfo],
         "misc/browse_dataset.py": [metainfo, drawing],
     }
-    return [mock.patch.object(*fix) for fix in fixes.get(script, [])]
-
-
-@contextlib.contextmanager
-def tool_fixes(script: str, argv: list[str]) -> Iterator[None]:
-    """The fixes for mmseg 1.2.2's ``script`` (relative to its tools folder) in the block."""
-    if mmseg.__version__ != FIXED_VERSION:
-        yield
-        return
-    out = [arg for arg in argv if not arg.startswith("-")][1:2]
-    if script == "misc/publish_model.py" and out and out[0][:-4] != out[0].rstrip(".pth"):
-        raise UsageError(
-            f"publish_model: OUT_FILE {out[0]!r} must end in '.pth' after a name that does not "
-            "end in '.', 'p', 't' or 'h' (mmseg 1.2.2 strips those), e.g. model_pub.pth"
-        )
     with contextlib.ExitStack() as stack:
-        for patch in _patches(script):
-            stack.enter_context(patch)
+        for fix in fixes.get(script, []):
+            stack.enter_context(mock.patch.object(*fix))
         yield
 
 
 def run_mmseg_tool(name: str, argv: list[str]) -> None:
-    """Run mmseg's script ``name`` (a :data:`TOOLS` name, a path under mmseg's tools folder,
-    with or without '.py', or any Python file) as ``python SCRIPT ARGV`` would, with its fixes
-    and packaged config names (``hamseg::DIR/NAME.py``) in ``argv`` given as their files.
-
-    Raises:
-        UsageError: No such script.
-    """
-    root = mmseg_tools_dir()
-    path = osp.join(root, TOOLS.get(name, name if name.endswith(".py") else f"{name}.py"))
-    path = osp.abspath(name if name.endswith(".py") and osp.isfile(name) else path)
-    if not osp.isfile(path):
+    """Run mmseg's script ``name`` (``get_flops``, ``misc/browse_dataset``, with or without
+    '.py') or a Python file as ``python SCRIPT ARGV`` would, with its fixes; packaged config
+    names (``hamseg::DIR/NAME.py``) in ``argv`` become their files."""
+    script = name if name.endswith(".py") else f"{name}.py"
+    found = [osp.abspath(name)] * (name == script)  # a Python file, else mmseg's script
+    found += [osp.join(TOOLS_DIR, folder, script) for folder in ("", *FOLDERS)]
+    path = next((p for p in found if osp.isfile(p)), None)
+    if path is None:
         raise UsageError(
-            f"unknown mmseg tool {name!r}: one of {', '.join(TOOLS)}, a script under {root} "
-            "(e.g. misc/browse_dataset) or a Python file"
+            f"unknown mmseg tool {name!r}: a script under {TOOLS_DIR}/{{{','.join(FOLDERS)}}} "
+            "(get_flops, misc/browse_dataset) or a Python file"
         )
-    argv = [config_file(a) if "::" in a and a.endswith(".py") else a for a in argv]  # hamseg::
+    argv = [config_file(a) if "::" in a and a.endswith(".py") else a for a in argv]
     saved = sys.argv, list(sys.path)
     sys.argv, sys.path[:0] = [path, *argv], [osp.dirname(path)]
     try:
-        with tool_fixes(osp.relpath(path, root).replace(osp.sep, "/"), argv):
+        with tool_fixes(osp.relpath(path, TOOLS_DIR).replace(osp.sep, "/"), argv):
             runpy.run_path(path, run_name="__main__")
     finally:
         sys.argv, sys.path[:] = saved

@@ -1,5 +1,5 @@
-"""hamseg.apis.demo and tools/run_demo.py: the demo trains through mmseg's pipeline and Runner,
-stops and resumes as tools/train.py does, and runs from an installed wheel."""
+"""hamseg.apis.demo and tools/run_demo.py: the demo trains through mmseg's pipeline and Runner
+and stops and resumes as tools/train.py does (from a wheel: tests/packaging/test_ecosystem.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from hamseg.apis.demo import demo_command_for, head_config, set_schedule_length
+from hamseg.apis.demo import head_config, set_schedule_length
 from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
 from tests.conftest import REPO
 from tests.helpers import DEMO_NMF
@@ -74,15 +74,6 @@ def test_head_config_takes_the_data_configs_data_and_imports_after_its_own(tmp_p
         head_config(DEMO_NMF, "nope.py")
 
 
-def test_demo_command_for_names_the_run_that_writes_a_demo_checkpoint():
-    name = "hamhead-nmf_r18-d8_context-shapes"
-    command = f"python tools/run_demo.py --config configs/demo/{name}.py"
-    assert demo_command_for(f"work_dirs/demo/{name}/iter_500.pth") == command
-    assert demo_command_for(f"work_dirs/demo/{name}/iter_40.pth") == f"{command} --max-iters 40"
-    assert demo_command_for("work_dirs/demo/no-such-config/iter_500.pth") is None
-    assert demo_command_for(f"elsewhere/{name}/iter_500.pth") is None
-
-
 def test_a_short_demo_run_end_to_end(data, tmp_path):
     """2 iterations: the last line, demo_result.json, a checkpoint, TensorBoard scalars and one
     validation picture per image."""
@@ -135,21 +126,3 @@ def test_run_demo_stopped_by_a_signal_then_resumed(data, tmp_path):
     again = demo([*args, "--resume"], every3)  # nothing left to train
     assert again.returncode == 0 and LAST.match(again.stdout.strip().splitlines()[-1])
     assert "the run is complete" in again.stdout + again.stderr
-
-
-@pytest.mark.slow
-def test_run_demo_from_an_installed_wheel_outside_the_checkout(data, tmp_path):
-    from tests.packaging.test_wheel import build, run
-
-    _, wheel = build(tmp_path)
-    target, cwd = tmp_path / "target", tmp_path / "user"
-    run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel)])
-    cwd.mkdir()
-    env = dict(PYTHONPATH=str(target))
-    tool = str(target / "hamseg" / ".mim" / "tools" / "run_demo.py")
-    named = ["--config", "hamseg::demo/fcn_r18-d8_context-shapes.py", "--work-dir", "fcn"]
-    args = [tool, *named, "--data-root", data, "--max-iters", "2", "--no-vis"]
-    proc = demo(args, cwd=cwd, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert LAST.match(proc.stdout.strip().splitlines()[-1]).group(1) == "FCN"
-    assert (cwd / "fcn" / "iter_2.pth").is_file()

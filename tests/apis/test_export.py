@@ -1,5 +1,5 @@
-"""ONNX export (hamseg.apis.export, tools/deploy/export_onnx.py), checked by ONNX Runtime, and the
-graph run by tools/infer.py's onnxruntime backend and the torch-free tools/deploy/onnx_runner.py."""
+"""ONNX export (hamseg.apis.export, tools/deploy/export_onnx.py) checked by ONNX Runtime, the graph
+run by tools/infer.py's onnxruntime backend and the torch-free tools/deploy/onnx_runner.py."""
 
 from __future__ import annotations
 
@@ -106,11 +106,8 @@ def test_the_readme_export_runs_in_the_runner_on_other_sizes(tmp_path, tiny, mon
     out = str(tmp_path / "model.onnx")
     proc = tool(EXPORT, TINY, tiny["ckpt"], "--out", out, monkeypatch=monkeypatch, capsys=capsys)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    found = re.findall(
-        r"^(\S+): max \|diff\| \S+, relative (\S+), argmax agreement (\S+)% -> ok$",
-        proc.stdout,
-        re.M,
-    )
+    line = r"^(\S+): max \|diff\| \S+, relative (\S+), argmax agreement (\S+)% -> ok$"
+    found = re.findall(line, proc.stdout, re.M)
     assert [f[0] for f in found] == ["1x3x512x512", "2x3x544x496"]
     assert all(float(rel) < 1e-4 and float(agree) >= 99.9 for _, rel, agree in found)
     ours = {n: tmp_path / f"runner{n}" for n in (1, 2)}
@@ -119,22 +116,9 @@ def test_the_readme_export_runs_in_the_runner_on_other_sizes(tmp_path, tiny, mon
         runner = run("-c", NO_TORCH, *args)
         assert runner.returncode == 0, runner.stderr[-2000:]
         assert runner.stdout.strip() == f"wrote 2 label map(s) to {folder}"
-    infer = tool(
-        "tools/infer.py",
-        tiny["images"],
-        "--config",
-        TINY,
-        "--backend",
-        "onnxruntime",
-        "--model",
-        out,
-        "--out-dir",
-        str(tmp_path / "infer"),
-        "--save-label",
-        "--no-progress",
-        monkeypatch=monkeypatch,
-        capsys=capsys,
-    )
+    args = [tiny["images"], "--config", TINY, "--backend", "onnxruntime", "--model", out]
+    args += ["--out-dir", str(tmp_path / "infer"), "--save-label", "--no-progress"]
+    infer = tool("tools/infer.py", *args, monkeypatch=monkeypatch, capsys=capsys)
     assert infer.returncode == 0, infer.stderr[-2000:]
     for a, b, c, size in zip(
         *(labels(d) for d in (*ours.values(), tmp_path / "infer")), [(45, 61), (50, 37)]
@@ -156,17 +140,8 @@ def test_a_static_graph_takes_other_sizes_resized_to_its_own(tmp_path, tiny):
     dims = onnx.load(static).graph.input[0].type.tensor_type.shape.dim
     assert [d.dim_value for d in dims] == [1, 3, 32, 32]
     for path, name in ((tiny["onnx"], "dynamic"), (static, "static")):
-        proc = run(
-            "-c",
-            NO_TORCH,
-            RUNNER,
-            path,
-            tiny["images"],
-            "--out-dir",
-            str(tmp_path / name),
-            "--batch-size",
-            "2",
-        )
+        args = [path, tiny["images"], "--out-dir", str(tmp_path / name), "--batch-size", "2"]
+        proc = run("-c", NO_TORCH, RUNNER, *args)
         assert proc.returncode == 0, proc.stderr[-2000:]
     for a, b in zip(labels(tmp_path / "dynamic"), labels(tmp_path / "static")):
         assert np.array_equal(a, b)  # the pipeline resizes to 32x32 first: the same graph input
@@ -218,16 +193,12 @@ def test_the_runner_refuses_a_missing_provider_in_one_line(tiny, tmp_path):
 
 
 def test_bake_preprocess_puts_the_normalisation_in_the_graph(tmp_path, tiny):
-    import onnxruntime as ort
-
     path = str(tmp_path / "baked.onnx")
     export_onnx(init_model(TINY, tiny["ckpt"], "cpu"), path, (32, 32), bake=True)
     bgr = np.random.default_rng(1).integers(0, 256, (1, 3, 41, 57)).astype(np.float32)
     mean, std = np.array([123.675, 116.28, 103.53]), np.array([58.395, 57.12, 57.375])
     normalised = ((bgr[:, ::-1] - mean[:, None, None]) / std[:, None, None]).astype(np.float32)
-    baked, plain = (
-        ort.InferenceSession(f, providers=["CPUExecutionProvider"]) for f in (path, tiny["onnx"])
-    )
+    baked, plain = map(export.onnx_session, (path, tiny["onnx"]))
     a, b = baked.run(None, {"input": bgr})[0], plain.run(None, {"input": normalised})[0]
     assert a.shape == (1, 3, 41, 57) and np.abs(a - b).max() <= 1e-4 * np.abs(b).max()
     proc = run("-c", NO_TORCH, RUNNER, path, tiny["images"], "--out-dir", str(tmp_path / "baked"))
@@ -251,9 +222,8 @@ def test_the_graph_records_what_a_runner_needs(tiny):
     assert [d.dim_value or d.dim_param for d in dims] == ["batch", 3, "height", "width"]
     info = json.loads({p.key: p.value for p in model.metadata_props}["hamseg"])
     assert info["mean"] == [123.675, 116.28, 103.53] and info["bgr_to_rgb"] is True
-    assert (
-        info["resize"] == dict(scale=[32, 32], keep_ratio=False) and info["input"] == "normalised"
-    )
+    assert info["resize"] == dict(scale=[32, 32], keep_ratio=False)
+    assert info["input"] == "normalised"
     assert info["test_cfg"] == dict(mode="whole", crop_size=None, stride=None)
     assert info["classes"] == ["a", "b", "c"] and len(info["palette"]) == 3
     assert info["head"] == "HamHead" and info["hamseg_version"] == hamseg.__version__
@@ -266,7 +236,6 @@ def test_every_ham_exports_seeded_and_deterministic(tmp_path, tiny, ham):
     """No random operator, two runs equal, within 1e-4 of PyTorch at two sizes, no TracerWarning;
     CD's ridge solve has no ONNX operator: its graph inverts by elimination (MatMul, Div, Sub)."""
     import onnx
-    import onnxruntime as ort
 
     options = {"model.decode_head.ham_cfg.type": ham, "model.decode_head.ham_cfg.eval_draws": 2}
     model = init_model(TINY, tiny["ckpt"], "cpu", cfg_options=options)
@@ -275,16 +244,16 @@ def test_every_ham_exports_seeded_and_deterministic(tmp_path, tiny, ham):
         warnings.simplefilter("always")
         exported = export_onnx(model, path, (33, 47), seed=3)
     assert not [w for w in caught if issubclass(w.category, torch.jit.TracerWarning)]
-    assert model.decode_head.hamburger.ham.eval_seed == 3 and random_operators(path) == {}
-    info = json.loads(onnx.load(path).metadata_props[0].value)
+    assert model.decode_head.hamburger.ham.eval_seed == 3
+    graph = onnx.load(path)
+    info = json.loads(graph.metadata_props[0].value)
     assert (info["ham"]["type"], info["ham"]["eval_draws"], info["ham"]["eval_seed"]) == (ham, 2, 3)
-    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    assert random_operators(graph) == {}
+    session = export.onnx_session(path)
     x = np.random.default_rng(0).normal(size=(1, 3, 41, 29)).astype(np.float32)
     assert np.array_equal(session.run(None, {"input": x})[0], session.run(None, {"input": x})[0])
     for check in verify_onnx(exported, path, [(1, 3, 33, 47), (2, 3, 65, 31)]):
-        assert (
-            check.max_rel <= TOLERANCE and check.max_rel < 1e-4 and check.argmax_agreement >= 0.999
-        ), check.line()
+        assert check["max_rel"] < TOLERANCE and check["agreement"] >= 0.999, check
     if ham == "CD":
         assert {"MatMul", "Div", "Sub"} <= {n.op_type for n in onnx.load(path).graph.node}
 
@@ -305,52 +274,26 @@ def test_a_tracer_warning_of_another_module_is_still_shown(tmp_path, tiny):
     assert [w.filename for w in caught if w.category is torch.jit.TracerWarning] == [__file__]
 
 
-def test_jit_trace_of_a_seeded_model_is_the_same_at_every_call(tiny):
-    model = init_model(TINY, tiny["ckpt"], "cpu")
-    export.seed_hams(model, 0)
-    wrapped = export.SegmentorLogits(model).eval()
-    x = torch.rand(1, 3, 37, 41)
-    with torch.no_grad():
-        traced = torch.jit.trace(wrapped, x, check_trace=False)  # no eager call before
-        assert torch.equal(traced(x), traced(x))
-        torch.testing.assert_close(traced(x), wrapped(x), rtol=1e-5, atol=1e-6)
-
-
 def lightham(tmp_path, name: str, head_type: str, ham: dict) -> str:
     key = "ham_kwargs" if head_type == "LightHamHead" else "ham_cfg"
-    head = dict(
-        _delete_=True,
-        type=head_type,
-        in_channels=[64],
-        in_index=[0],
-        channels=16,
-        ham_channels=16,
-        num_classes=3,
-        align_corners=False,
-        **{key: ham},
-    )
+    head = dict(_delete_=True, type=head_type, in_channels=[64], in_index=[0], channels=16)
+    head.update(ham_channels=16, num_classes=3, align_corners=False, **{key: ham})
     return tiny_config(str(tmp_path / name), head)
 
 
-def test_mmseg_lighthamhead_is_refused_and_a_random_operator_removes_the_file(
-    tmp_path, monkeypatch
-):
-    """mmseg's NMF2D draws a new dictionary at every forward: refused before the export,
-    naming HamLightHead; without that check the graph's RandomUniformLike is found and the
-    file removed."""
+def test_mmseg_lighthamhead_draws_random_numbers_and_its_graph_is_removed(tmp_path):
+    """mmseg's NMF2D draws a new dictionary at every forward: the graph's RandomUniformLike is
+    found, the file removed, HamLightHead named."""
     model = init_model(lightham(tmp_path, "l.py", "LightHamHead", dict(MD_R=4)), None, "cpu")
     out = tmp_path / "l.onnx"
-    with pytest.raises(UsageError, match="type='HamLightHead'") as err:
-        export_onnx(model, str(out), (32, 32))
-    assert "decode_head.hamburger.ham is mmseg's NMF2D" in str(err.value) and not out.exists()
-    monkeypatch.setattr(export, "seed_hams", lambda model, seed: [])
     with pytest.raises(UsageError, match="RandomUniformLike") as err:
         export_onnx(model, str(out), (32, 32))
-    assert "\n" not in str(err.value) and "removed" in str(err.value) and not out.exists()
+    assert "type='HamLightHead'" in str(err.value) and "\n" not in str(err.value)
+    assert not out.exists()
 
 
 def test_random_operators_are_found_in_subgraphs(tmp_path):
-    from onnx import TensorProto, helper, save
+    from onnx import TensorProto, helper
 
     value = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [2])  # noqa: E731
     noise = helper.make_node("RandomNormalLike", ["x"], ["n"], name="inner")
@@ -363,13 +306,8 @@ def test_random_operators_are_found_in_subgraphs(tmp_path):
         helper.make_node("Bernoulli", ["x"], ["b"], name="outer"),
     ]
     cond = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
-    save(
-        helper.make_model(helper.make_graph(nodes, "g", [cond, value("x")], [value("out")])),
-        str(tmp_path / "g.onnx"),
-    )
-    assert random_operators(str(tmp_path / "g.onnx")) == dict(
-        Bernoulli="outer", RandomNormalLike="inner"
-    )
+    graph = helper.make_model(helper.make_graph(nodes, "g", [cond, value("x")], [value("out")]))
+    assert random_operators(graph) == dict(Bernoulli="outer", RandomNormalLike="inner")
 
 
 def test_a_checkpoint_of_another_ham_or_head_is_refused_unless_allowed(
@@ -409,14 +347,18 @@ def test_bad_input_is_one_line_exit_2(tmp_path, tiny, monkeypatch, capsys):
         ([TINY, tiny["ckpt"], "--out", out, "--opset", "99"], f"--opset 99: use 11 to {high}"),
         ([TINY, tiny["ckpt"], "--out", out, "--opset", "10"], f"--opset 10: use 11 to {high}"),
     ]
+    fixtures = dict(monkeypatch=monkeypatch, capsys=capsys)
     for args, message in cases:
-        code, stdout, stderr = run_tool_here(EXPORT, args, monkeypatch, capsys)
-        assert message in one_line_error(subprocess.CompletedProcess(args, code, stdout, stderr))
+        assert message in one_line_error(tool(EXPORT, *args, **fixtures))
         assert not osp.exists(out)
+    with monkeypatch.context() as patch:
+        patch.setitem(sys.modules, "onnxruntime", None)
+        error = one_line_error(tool(EXPORT, *cases[0][0], **fixtures))
+        assert "onnxruntime not installed: pip install 'hamseg[deploy]'" in error
     for opset in (11, high):  # both ends of the range export and verify
         model = init_model(TINY, tiny["ckpt"], "cpu")
         exported = export_onnx(model, out, (32, 32), opset=opset)
-        assert all(c.max_rel <= TOLERANCE for c in verify_onnx(exported, out, [(1, 3, 32, 32)]))
+        assert verify_onnx(exported, out, [(1, 3, 32, 32)])[0]["max_rel"] < TOLERANCE
 
 
 def test_verify_failure_prints_the_numbers_removes_the_file_and_exits_1(
@@ -442,18 +384,9 @@ def test_verify_failure_prints_the_numbers_removes_the_file_and_exits_1(
     assert not osp.exists(out) and "wrote" not in proc.stdout
 
 
-def test_without_onnxruntime_the_tool_names_the_extra(tmp_path, tiny, monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "onnxruntime", None)
-    args = [TINY, tiny["ckpt"], "--out", str(tmp_path / "m.onnx")]
-    error = one_line_error(tool(EXPORT, *args, monkeypatch=monkeypatch, capsys=capsys))
-    assert "onnxruntime not installed: pip install 'hamseg[deploy]'" in error
-
-
 def test_infer_with_onnxruntime_writes_pytorchs_label_maps(tmp_path, tiny, monkeypatch, capsys):
     """PyTorch, ONNX Runtime with the checkpoint, and with the config alone (no weights)."""
-    seeded = tiny_config(
-        str(tmp_path / "seeded.py"), dict(ham_cfg=dict(eval_seed=0))
-    )  # the graph's
+    seeded = tiny_config(str(tmp_path / "seeded.py"), dict(ham_cfg=dict(eval_seed=0)))
     common = [tiny["images"], "--save-label", "--no-progress", "--out-dir"]
     ort = ["--config", TINY, "--backend", "onnxruntime", "--model", tiny["onnx"]]
     runs = [
@@ -474,17 +407,14 @@ def test_the_onnxruntime_backend_refuses_another_head_ham_or_class_count(
     """The graph's recorded head, ham and class count against the model of the config, and with
     a checkpoint, the checkpoint's recorded ham: one line naming what differs."""
     cases = {
-        "model.decode_head.ham_cfg.type": (
-            "VQ",
-            "ham type='NMF' but the config C has ham type='VQ'",
-        ),
-        "model.decode_head.num_classes": (5, "num_classes=3 but the config C has num_classes=5"),
+        "model.decode_head.ham_cfg.type": ("VQ", "ham type='NMF' but the model of "),
+        "model.decode_head.num_classes": (5, "num_classes=3 but the model of "),
     }
     for key, (value, said) in cases.items():
         model = init_model(TINY, None, "cpu", cfg_options={key: value})
         with pytest.raises(UsageError) as err:
-            export.use_onnxruntime(model, tiny["onnx"], names_from=("config", "C"))
-        assert said in str(err.value) and "export the model of this config" in str(err.value)
+            export.use_onnxruntime(model, tiny["onnx"])
+        assert said in str(err.value) and f"{TINY} has " in str(err.value)
     config = tiny_config(str(tmp_path / "vq.py"), dict(ham_cfg=dict(type="VQ")))
     vq = tiny_checkpoint(str(tmp_path / "vq.pth"), config)
     out = tmp_path / "out"

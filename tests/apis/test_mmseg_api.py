@@ -17,7 +17,7 @@ from mmengine.config import Config
 from mmseg.apis import MMSegInferencer
 
 from hamseg.apis import CheckpointMismatchError, HamSegInferencer, inference_model, init_model
-from hamseg.apis.inference import config_dataset_meta, predict_label, resolve_model_name
+from hamseg.apis.inference import config_dataset_meta
 from hamseg.datasets.context_shapes import CLASSES, PALETTE
 from tests.conftest import REPO
 from tests.helpers import DEMO_NMF, make_checkpoint, one_thread  # noqa: F401  (fixture)
@@ -83,16 +83,6 @@ def test_config_dataset_meta_takes_the_metainfo_and_a_subsets_colours():
     assert config_dataset_meta(cfg) == dict(classes=["road", "sky"], palette=None)
 
 
-def test_model_names_and_aliases_resolve_in_hamsegs_index():
-    config, weights = resolve_model_name("ham_voc")
-    assert osp.realpath(config) == osp.join(
-        REPO, "configs", "hamnet", "hamnet_r101-d8_8xb2-60k_voc12aug-513x513.py"
-    )
-    assert weights == "work_dirs/hamnet_r101-d8_8xb2-60k_voc12aug-513x513/iter_60000.pth"
-    assert resolve_model_name("HamSeg-Demo")[0].endswith("hamhead-nmf_r18-d8_context-shapes.py")
-    assert resolve_model_name("fcn_r50-d8_4xb2-40k_cityscapes-512x1024") is None  # mmseg's
-
-
 def test_inferencer_by_path_name_or_packaged_config_gives_inference_models_labels(
     ckpts, images, tmp_path
 ):
@@ -152,7 +142,7 @@ def test_label_maps_equal_tools_test_out_on_the_demo_config(tmp_path):
     names = sorted(os.listdir(osp.join(root, "img_dir", "val")))
     assert names == ["000000.png", "000001.png"]
     for name in names:
-        image = cv2.imread(osp.join(root, "img_dir", "val", name))
-        ours = predict_label(model, image[:, :, ::-1])
+        ours = inference_model(model, osp.join(root, "img_dir", "val", name))
+        ours = ours.pred_sem_seg.data[0].numpy()
         written = cv2.imread(osp.join(out, name), cv2.IMREAD_UNCHANGED)
         assert written.shape == ours.shape == (47, 47) and (written == ours).all(), name

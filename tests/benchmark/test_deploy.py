@@ -78,13 +78,8 @@ def test_the_snippet_of_docs_deploy_runs_verbatim(graphs, tmp_path, monkeypatch,
     cmd = [sys.executable, "-c", NO_TORCH, "snippet.py"]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    runner = run(
-        RUNNER,
-        str(tmp_path / "model.onnx"),
-        str(tmp_path / "image.png"),
-        "--out-dir",
-        str(tmp_path / "runner"),
-    )
+    model, image, out = (str(tmp_path / name) for name in ("model.onnx", "image.png", "runner"))
+    runner = run(RUNNER, model, image, "--out-dir", out)
     assert runner.returncode == 0, runner.stderr[-2000:]
     ours = cv2.imread(str(tmp_path / "label.png"), cv2.IMREAD_UNCHANGED)
     theirs = cv2.imread(str(tmp_path / "runner" / "image_label.png"), cv2.IMREAD_UNCHANGED)

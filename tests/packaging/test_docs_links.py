@@ -44,10 +44,8 @@ def slug(heading: str) -> str:
 
 
 def headings(path: str) -> list[str]:
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
     out, fenced = [], False
-    for line in lines:
+    for line in read(path).split("\n"):
         fenced ^= line.startswith("```")
         if not fenced and (m := re.match(r"#+ (.+)", line)):
             out.append(m[1].strip())
@@ -59,19 +57,14 @@ def read(path: str) -> str:
         return f.read()
 
 
-def _target(page: str, link: str) -> tuple[str, str]:
-    path, _, anchor = link.partition("#")
-    target = osp.normpath(osp.join(osp.dirname(page), path)) if path else page
-    return target, anchor
-
-
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: osp.relpath(p, REPO))
 def test_relative_links_and_anchors_exist(page):
     broken = []
     for link in LINK.findall(read(page)):
         if re.match(r"[a-z]+:", link):  # http:, https:, mailto:
             continue
-        target, anchor = _target(page, link)
+        path, _, anchor = link.partition("#")
+        target = osp.normpath(osp.join(osp.dirname(page), path)) if path else page
         if not osp.exists(target):
             broken.append(f"{link}: no {osp.relpath(target, REPO)}")
         elif anchor and target.endswith(".md") and anchor not in map(slug, headings(target)):

@@ -108,9 +108,6 @@ def test_install_requires_cover_what_import_hamseg_imports(setup_kwargs):
     assert "ftfy" not in _closure([r for r in setup_kwargs["install_requires"] if "ftfy" not in r])
 
 
-# ---- issue 47, point 7: a folder named hamseg in the working directory ------------------------
-
-
 def editable_checkout() -> str | None:
     """The folder hamseg is installed editable from (PEP 610's direct_url.json), else None."""
     try:
@@ -176,9 +173,6 @@ def test_the_readme_install_line_gives_an_install_no_folder_can_shadow(tmp_path)
     user.mkdir()
     found = readme_snippet_beside_a_clone(python, str(checkout), user)
     assert osp.realpath(found) == osp.join(osp.realpath(checkout), "hamseg", "__init__.py")
-
-
-# ---- the model index ---------------------------------------------------------------------------
 
 
 @functools.cache

@@ -1,4 +1,4 @@
-"""tools/infer.py and hamseg.apis.images: files and folders in, overlays and label maps out; a
+"""tools/infer.py (hamseg.apis.inference): files and folders in, overlays and label maps out; a
 bad input is named in one line (on its own line, also under the progress bar) and skipped; a
 checkpoint that does not fit, or none, stops with one line and exit code 2."""
 
@@ -18,9 +18,8 @@ import cv2
 import numpy as np
 import pytest
 
-from hamseg.apis import init_model
-from hamseg.apis.images import gather_inputs, segment_images
-from hamseg.apis.inference import predict_label
+from hamseg.apis import inference_model, init_model
+from hamseg.apis.inference import gather_inputs, segment_images
 from hamseg.datasets.context_shapes import PALETTE
 from tests.conftest import REPO
 from tests.helpers import DEMO_NMF, make_checkpoint, one_thread, run_tool_here  # noqa: F401
@@ -82,7 +81,9 @@ def test_segment_images_writes_mmsegs_overlay_and_the_label_map(ckpt, inputs, tm
     )
     image = cv2.imread(osp.join(folder, "odd_rgb.png"))[:, :, ::-1]
     label = cv2.imread(osp.join(out, "odd_rgb_label.png"), cv2.IMREAD_UNCHANGED)
-    assert np.array_equal(label, predict_label(model, image)) and len(np.unique(label)) > 1
+    expected = inference_model(model, cv2.imread(osp.join(folder, "odd_rgb.png")))
+    expected = expected.pred_sem_seg.data[0]
+    assert np.array_equal(label, expected.numpy()) and len(np.unique(label)) > 1
     overlay = cv2.imread(osp.join(out, "odd_rgb_overlay.png"))[:, :, ::-1]
     assert np.array_equal(overlay, np.asarray(PALETTE, np.uint8)[label])  # opacity 1: colours
     half = list(segment_images(model, paths[1:2], out, opacity=0.5))  # no folder: its name

@@ -27,7 +27,7 @@ from torch import nn
 
 import hamseg
 import hamseg.compat.mmseg_tools as tools
-from hamseg.compat.mmseg_tools import TOOLS, mmseg_tools_dir, run_mmseg_tool, tool_fixes
+from hamseg.compat.mmseg_tools import TOOLS_DIR, run_mmseg_tool, tool_fixes
 from hamseg.datasets.context_shapes import ContextShapesConfig, generate_context_shapes
 from hamseg.utils.errors import UsageError
 from tests.conftest import REPO, write_tiny_dataset
@@ -37,6 +37,11 @@ CD = osp.join(REPO, "configs", "demo", "hamhead-cd_r18-d8_context-shapes.py")
 CUSTOM = osp.join(REPO, "configs", "custom", "hamhead-nmf_r18-d8_custom.py")
 NUM_TRAIN, SIZE = 3, 64
 FRONT_END = osp.join(REPO, "tools", "mmseg_tool.py")
+#: mmseg's scripts that hamseg has at mmseg's places (tools/analysis_tools/, tools/misc/).
+TOOLS = dict(get_flops="analysis_tools", benchmark="analysis_tools", analyze_logs="analysis_tools")
+TOOLS.update(browse_dataset="analysis_tools", confusion_matrix="analysis_tools")
+TOOLS.update(print_config="misc", publish_model="misc")
+TOOLS = {name: f"{folder}/{name}.py" for name, folder in TOOLS.items()}
 
 #: The mmseg 1.2.2 scripts hamseg.compat.mmseg_tools fixes, and the digests of their source.
 FIXED = {
@@ -49,16 +54,13 @@ FIXED = {
 }
 
 
-# ---- canaries: mmseg's scripts as the fixes know them ----------------------------------------
-
-
 @pytest.mark.parametrize("script", FIXED)
 def test_canary_the_fixed_scripts_are_mmseg_1_2_2s(script):
     """When this fails, mmseg changed the script: re-check its fix in hamseg.compat.mmseg_tools
     (and FIXED_VERSION), then update the digest."""
     import mmseg
 
-    with open(osp.join(mmseg_tools_dir(), script), encoding="utf-8") as f:
+    with open(osp.join(TOOLS_DIR, script), encoding="utf-8") as f:
         assert hashlib.sha256(f.read().encode()).hexdigest()[:16] == FIXED[script]
     assert mmseg.__version__ == tools.FIXED_VERSION
 
@@ -66,9 +68,6 @@ def test_canary_the_fixed_scripts_are_mmseg_1_2_2s(script):
 def test_canary_mmsegs_visualizer_refuses_a_non_contiguous_image():
     with pytest.raises(cv2.error):
         _draw(_non_contiguous_image())
-
-
-# ---- each fix, inside the block only ---------------------------------------------------------
 
 
 def test_get_flops_counts_the_real_inputs():
@@ -163,9 +162,6 @@ def test_another_mmseg_version_gets_no_fixes(monkeypatch):
         pass
 
 
-# ---- the runner and the front ends -----------------------------------------------------------
-
-
 def test_a_python_file_runs_as_python_file_args_after_import_hamseg(tmp_path, capsys):
     """mmseg's demo/*.py or a user's script: mmseg.apis imports (on mmcv-lite too), its folder
     is on sys.path, its arguments reach it (a packaged config as its file: mmseg's get_flops.py
@@ -201,7 +197,7 @@ def test_every_tool_name_has_one_script_at_mmsegs_place():
     for name, script in TOOLS.items():
         found = glob.glob(osp.join(REPO, "tools", "**", f"{name}.py"), recursive=True)
         assert found == [osp.join(REPO, "tools", script)], (name, found)
-        assert osp.isfile(osp.join(mmseg_tools_dir(), script))
+        assert osp.isfile(osp.join(TOOLS_DIR, script))
 
 
 @pytest.mark.slow
@@ -210,13 +206,10 @@ def test_mmsegs_scripts_alone_fail_on_mmcv_lite(tmp_path):
 
     if compiled_mmcv_available():
         pytest.skip("a compiled mmcv: mmseg's scripts work without hamseg")
-    script = osp.join(mmseg_tools_dir(), "misc", "print_config.py")
+    script = osp.join(TOOLS_DIR, "misc", "print_config.py")
     result = subprocess.run([sys.executable, script, DEMO_NMF], capture_output=True, timeout=600)
     result.stderr = result.stderr.decode()
     assert result.returncode != 0 and "No module named 'mmcv._ext'" in result.stderr
-
-
-# ---- every tool end to end, through its script at mmseg's place (what mim run runs) -----------
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,6 @@ import tempfile
 from mmengine.config import DictAction
 
 from hamseg.apis import export, init_model
-from hamseg.apis.precision import CALIBRATION_IMAGES, compare, convert, gate_datasets, samples
 from hamseg.cli import CLIError, build_config, run_cli
 from hamseg.utils.errors import require_file
 
@@ -50,13 +49,12 @@ def parse_args() -> argparse.Namespace:
     add("--min-worst-agreement", type=float, default=0.95, help="argmax, the worst val image")
     add("--max-miou-drop", type=float, default=0.5, help="val mIoU points")
     add("--val-images", type=int, default=0, help="val images, spread over the split (0: all)")
-    add("--calibration-images", type=int, default=CALIBRATION_IMAGES, help="int8: train images")
+    add("--calibration-images", type=int, default=16, help="int8: train images")
     return p.parse_args()
 
 
 def main() -> None:
     args = parse_args()
-    export.require_deploy()
     shape = tuple(args.shape)
     export.check_export_options(shape, args.opset)  # before anything is built
     require_file(args.checkpoint, "checkpoint file")
@@ -65,7 +63,7 @@ def main() -> None:
     if target and args.bake_preprocess:
         raise CLIError(f"--bake-preprocess with {target}: the val check feeds normalised images")
     if target:  # the data the check needs, before the export
-        val, calibration_set, split = gate_datasets(cfg, target)
+        val, calibration_set = export.gate_datasets(cfg, target)
     model = init_model(cfg, args.checkpoint, device="cpu")  # strict: its keys and shapes
     if not args.allow_config_mismatch:
         fix = "export with the config it was trained with, or pass --allow-config-mismatch"
@@ -80,14 +78,20 @@ def main() -> None:
         h, w = shape
         shapes = [(1, 3, h, w)] + [(2, 3, h + 32, w - 16 if w > 48 else w + 16)] * dynamic
         checks = export.verify_onnx(exported, fp32, shapes)
-        print("\n".join(check.line() for check in checks))
-        if failed := [c for c in checks if c.max_rel > export.TOLERANCE]:
+        for c in checks:
+            c["at"] = "x".join(map(str, c["shape"]))
+            bad = c["max_rel"] > export.TOLERANCE
+            print(
+                f"{c['at']}: max |diff| {c['max_abs']:.3g}, relative {c['max_rel']:.3g}, argmax "
+                f"agreement {100 * c['agreement']:.3f}% -> "
+                + (f"FAILED (> {export.TOLERANCE:g})" if bad else "ok")
+            )
+        if (worst := max(checks, key=lambda c: c["max_rel"]))["max_rel"] > export.TOLERANCE:
             os.remove(fp32)
-            worst = max(failed, key=lambda c: c.max_rel)
             print(
                 f"error: {args.out}: ONNX Runtime's logits differ from PyTorch's by relative "
-                f"{worst.max_rel:.3g} (> {export.TOLERANCE:g}) at {worst.line().split(':')[0]}; "
-                "the file was removed: export at another --opset, or report the config",
+                f"{worst['max_rel']:.3g} (> {export.TOLERANCE:g}) at {worst['at']}"
+                "; the file was removed: export at another --opset, or report the config",
                 file=sys.stderr,
             )
             sys.exit(1)
@@ -95,19 +99,34 @@ def main() -> None:
         size = shape if args.static else None  # a static graph sees the images resized to it
         calibration = []
         if target == "int8":
-            calibration = samples(model, calibration_set, args.calibration_images, size)
-            calibration = [x for x, _ in calibration]
-            print(f"int8: activation ranges from {len(calibration)} images of the {split} split")
-        batches = samples(model, val, args.val_images, size)
-        convert(fp32, args.out, target, calibration)
-        result = compare(fp32, args.out, target, batches, model.decode_head.num_classes)
-        print(result.line())
-        bounds = (args.min_agreement, args.min_worst_agreement, args.max_miou_drop)
-        if missed := result.missed(*bounds):
+            calibration = [
+                x for x, _ in export.samples(model, calibration_set, args.calibration_images, size)
+            ]
+            print(f"int8: activation ranges from {len(calibration)} images of the train split")
+        batches = export.samples(model, val, args.val_images, size)
+        export.convert(fp32, args.out, target, calibration)
+        r = export.compare(fp32, args.out, batches, model.decode_head.num_classes)
+        drop = r["miou_fp32"] - r["miou"]
+        line = (
+            f"{target}: argmax agreement with fp32 {100 * r['agreement']:.2f}% (worst image "
+            f"{100 * r['worst']:.2f}%), val mIoU {r['miou']:.2f} (fp32 {r['miou_fp32']:.2f}, "
+            f"drop {round(drop, 2) + 0.0:.2f})"
+        )
+        print(line)
+        missed = [f"agreement below --min-agreement {args.min_agreement:g}"] * (
+            r["agreement"] < args.min_agreement
+        )
+        missed += [f"worst image below --min-worst-agreement {args.min_worst_agreement:g}"] * (
+            r["worst"] < args.min_worst_agreement
+        )
+        missed += [f"mIoU drop {drop:.2f} above --max-miou-drop {args.max_miou_drop:g}"] * (
+            drop > args.max_miou_drop
+        )
+        if missed:
             os.remove(args.out)
             raise CLIError(
-                f"{args.out}: {result.line()}: {', '.join(missed)}; the file was removed (use "
-                "another --precision, or loosen the bound to keep it)"
+                f"{args.out}: {line}: {', '.join(missed)}; the file was removed (use another "
+                "--precision, or loosen the bound to keep it)"
             )
     size = f"{shape[0]}x{shape[1]} only" if args.static else "any size"
     print(f"wrote {args.out} (input (N, 3, H, W): {size}; seed {args.seed})")
