@@ -23,9 +23,8 @@ EPS = 1e-6  #: added to every denominator, as in the release
 
 @contextlib.contextmanager
 def outside_trace() -> Iterator[None]:
-    """Run the body unrecorded by ``torch.jit.trace`` (its tensors become constants); torch's
-    private tracing state, pinned by tests/models/test_decompositions.py."""
-    state = torch._C._get_tracing_state()
+    """Run the body unrecorded by ``torch.jit.trace``: its tensors are constants of the trace."""
+    state = torch._C._get_tracing_state()  # private: pinned by tests/models/test_decompositions.py
     torch._C._set_tracing_state(None)
     try:
         yield
@@ -94,11 +93,10 @@ class MatrixDecomposition2D(nn.Module):
         #: (S, D, K*R), drawn once per (eval_seed, K, D, device, dtype); not in the state dict
         self.seeded_dictionary: Tensor | None = None
         self._seeded_key: tuple | None = None
-        bases = None if init == "random" else self.draw_bases(S, D)  # (S, D, R)
         if init == "learned":
-            self.bases = nn.Parameter(bases)
-        else:
-            self.register_buffer("bases", bases)  # None: drawn at every forward
+            self.bases = nn.Parameter(self.draw_bases(S, D))  # (S, D, R)
+        else:  # None: drawn at every forward
+            self.register_buffer("bases", None if init == "random" else self.draw_bases(S, D))
 
     def init_coef(self, x: Tensor, bases: Tensor) -> Tensor | None:
         """Codes C before the first step; None: the first step computes them."""
@@ -124,19 +122,24 @@ class MatrixDecomposition2D(nn.Module):
                 self._seeded_key = key
         return self.seeded_dictionary
 
-    # The K draws side by side (K = 1: the reshapes are views)
+    # The K draws side by side; a one-draw ham (eval_draws=1) takes the plain operations.
     def _softmax_per_draw(self, logits: Tensor) -> Tensor:
         """Softmax over each draw's R rows of logits (B*S, K*R, N)."""
+        if self.eval_draws == 1:
+            return logits.softmax(dim=1)
         return logits.reshape(-1, self.R, logits.shape[2]).softmax(dim=1).reshape(logits.shape)
 
     def _gram_per_draw(self, a: Tensor) -> Tensor:
         """A_k^T A_k (B*S*K, R, R) for each draw's R columns of A (B*S, M, K*R)."""
-        BS, M, KR = a.shape  # (B*S, M, K*R) -> (B*S*K, M, R)
-        a = a.reshape(BS, M, KR // self.R, self.R).transpose(1, 2).reshape(-1, M, self.R)
+        BS, M, KR = a.shape
+        if self.eval_draws > 1:  # (B*S, M, K*R) -> (B*S*K, M, R)
+            a = a.reshape(BS, M, KR // self.R, self.R).transpose(1, 2).reshape(-1, M, self.R)
         return torch.bmm(a.transpose(1, 2), a)  # (B*S*K, M, R)^T @ (B*S*K, M, R)
 
     def _left_per_draw(self, gram: Tensor, a: Tensor) -> Tensor:
         """G_k A_k (B*S, K*R, M) for G (B*S*K, R, R) and each draw's R rows of A (B*S, K*R, M)."""
+        if self.eval_draws == 1:
+            return torch.bmm(gram, a)  # (B*S, R, R) @ (B*S, R, M)
         # (B*S*K, R, R) @ (B*S*K, R, M) -> (B*S*K, R, M)
         return torch.bmm(gram, a.reshape(-1, self.R, a.shape[2])).reshape(a.shape)
 

@@ -43,8 +43,7 @@ class HamHead(BaseDecodeHead):
         levels = isinstance(kwargs.get("in_channels"), (list, tuple))
         if "ham_kwargs" in kwargs or (levels and not kwargs.get("input_transform")):
             raise UsageError(
-                "HamHead takes one feature map (in_channels an int) and ham_cfg; for SegNeXt's "
-                "levels and mmseg's ham_kwargs use type='HamLightHead'"
+                "HamHead takes one level; SegNeXt's levels or ham_kwargs: HamLightHead"
             )
         block = {k: kwargs.pop(k) for k in BLOCK_ARGS if k in kwargs}
         super().__init__(**kwargs)

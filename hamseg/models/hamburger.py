@@ -60,16 +60,14 @@ class Hamburger(nn.Module):
         # W_l: a 1x1 conv with bias (+ ReLU); never in place on Z itself (the skip's input)
         lower = [nn.Conv2d(in_channels, d, 1)] if with_lower_bread else []
         lower += [nn.ReLU(inplace=with_lower_bread)] if relu else []
-        if variant == "light":
-            self.ham_in = (
-                ConvModule(in_channels, d, 1, act_cfg=RELU) if with_lower_bread else lower[0]
-            )
-        else:
+        if variant != "light":
             self.lower_bread = nn.Sequential(*lower)
+        else:  # mmseg's names, here and for W_u
+            lower = [ConvModule(in_channels, d, 1, act_cfg=RELU)] if with_lower_bread else lower
+            self.ham_in = lower[0]
         self.ham = ham if with_ham else None
-        self.cheese = nn.Identity()
-        if variant == "release":
-            self.cheese = ConvModule(d, d, 1, norm_cfg=norm_cfg, act_cfg=act_cfg)
+        cheese = dict(norm_cfg=norm_cfg, act_cfg=act_cfg)
+        self.cheese = ConvModule(d, d, 1, **cheese) if variant == "release" else nn.Identity()
         # W_u: the release's is a bare conv; Eq. 6's BN is W_u's norm, or alone without W_u
         upper = nn.Identity()
         self.norm = nn.Identity()
@@ -79,13 +77,9 @@ class Hamburger(nn.Module):
             upper = ConvModule(d, in_channels, 1, norm_cfg=norm_cfg, act_cfg=None)
         elif norm_cfg and variant != "release":
             self.norm = build_norm_layer(norm_cfg, d)[1]
-        if variant == "light":
-            self.ham_out = upper
-        else:
-            self.upper_bread = upper
-        self.act = nn.Identity()
-        if act_cfg and variant != "paper":
-            self.act = build_activation_layer(act_cfg)
+        self.add_module("ham_out" if variant == "light" else "upper_bread", upper)
+        act_cfg = act_cfg if variant != "paper" else None
+        self.act = build_activation_layer(act_cfg) if act_cfg else nn.Identity()
         self.init_weights()
 
     def init_weights(self) -> None:
