@@ -73,7 +73,7 @@ class MatrixDecomposition2D(nn.Module):
     ) -> None:
         super().__init__()
         if init not in ("random", "fixed", "learned", "online") or grad not in ("one_step", "bptt"):
-            raise ValueError(f"init: random|fixed|learned|online, grad: one_step|bptt; got {init}")
+            raise ValueError(f"unknown init={init!r} or grad={grad!r}: see MatrixDecomposition2D")
         if init == "learned" and grad == "one_step":
             raise ValueError("init='learned' needs grad='bptt': one step never reaches the init")
         if init != "random" and D is None:

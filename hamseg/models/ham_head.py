@@ -43,7 +43,7 @@ class HamHead(BaseDecodeHead):
         levels = isinstance(kwargs.get("in_channels"), (list, tuple))
         if "ham_kwargs" in kwargs or (levels and not kwargs.get("input_transform")):
             raise UsageError(
-                "HamHead takes one level; SegNeXt's levels or ham_kwargs: HamLightHead"
+                "HamHead takes one feature map; SegNeXt's levels, ham_kwargs: type='HamLightHead'"
             )
         block = {k: kwargs.pop(k) for k in BLOCK_ARGS if k in kwargs}
         super().__init__(**kwargs)
