@@ -8,7 +8,9 @@ dictionary D (B*S, D, R), codes C (B*S, R, N), reconstruction D C (Eq. 7). With 
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -16,34 +18,29 @@ import torch.nn.functional as F
 from mmseg.registry import MODELS
 from torch import Tensor, nn
 
-from .tracing import is_tracing, outside_trace
-
-__all__ = ["CD", "NMF", "VQ", "MatrixDecomposition2D", "ridge_solve"]
-
 EPS = 1e-6  #: added to every denominator, as in the release
-#: Evaluation of a random-init ham (docs/evaluation.md). 'paper': a new dictionary at every
-#: forward (the release, mmseg). 'ensemble': the mean of the reconstructions from 12
-#: dictionaries drawn from seed 0 (deterministic).
-EVAL_PROTOCOLS = {
-    "paper": dict(eval_seed=None, eval_draws=1),
-    "ensemble": dict(eval_seed=0, eval_draws=12),
-}
-DEFAULT_EVAL = EVAL_PROTOCOLS["paper"]
-INITS = ("random", "fixed", "learned", "online")
-GRADS = ("one_step", "bptt")
+
+
+@contextlib.contextmanager
+def outside_trace() -> Iterator[None]:
+    """Run the body unrecorded by ``torch.jit.trace``: its tensors are constants of the trace."""
+    state = torch._C._get_tracing_state()  # private: pinned by tests/models/test_decompositions.py
+    torch._C._set_tracing_state(None)
+    try:
+        yield
+    finally:
+        torch._C._set_tracing_state(state)
 
 
 class MatrixDecomposition2D(nn.Module):
     """What the hams share. A subclass writes ``local_step(x, bases, coef) -> (bases, coef)``,
     one iteration of Alg. 1-3, and ``compute_coef(x, bases, coef) -> coef``, the final code
-    update (with the one-step gradient the only step autograd records); x is X (B*S, D, N), bases
-    D (B*S, D, K*R), coef C (B*S, K*R, N) or None before the first step.
+    update (with the one-step gradient the only step autograd records).
 
     Args:
         S: Groups: the channels split into S independent decompositions.
-        D: Rows of X, C // S (spatial folding) or H * W (channel folding); needed by ``init``
-            'fixed', 'learned' and 'online', else checked against the input when given.
-        R: Rank, the number of atoms (segmentation: r = 64).
+        D: Rows of X, C // S (spatial) or H * W (channel folding); needed by a non-random init.
+        R: Rank, the number of atoms.
         train_steps, eval_steps: Iterations K in training and in eval mode (App. F).
         inv_t: Inverse temperature 1 / T of the softmax codes (Alg. 1, 3; Table 9).
         eta: Step of the moving average of ``init='online'``.
@@ -51,10 +48,9 @@ class MatrixDecomposition2D(nn.Module):
         init: Initial dictionary (App. F, Table 8): 'random' (drawn at every forward), 'fixed',
             'learned' (needs ``grad='bptt'``) or 'online' (an EMA of the solved ones).
         grad: 'one_step' (only the last code update records gradient, Eq. 13) or 'bptt'.
-        eval_seed: With ``init='random'``, eval mode starts from dictionaries drawn once from a
-            generator seeded with it (None: a new draw at every forward, the paper's).
-        eval_draws: K seeded dictionaries in eval mode; the output is the mean of the K
-            reconstructions (``EVAL_PROTOCOLS['ensemble']``).
+        eval_seed, eval_draws: Eval mode of a random init: a new draw at every forward if
+            ``eval_seed`` is None (the paper's), else the mean of ``eval_draws`` reconstructions
+            from dictionaries drawn once (hamseg's ensemble: 0, 12; docs/evaluation.md).
     """
 
     init_distribution = "normal"  #: of a random dictionary: 'uniform' U[0, 1) or 'normal'
@@ -76,10 +72,8 @@ class MatrixDecomposition2D(nn.Module):
         eval_draws: int = 1,
     ) -> None:
         super().__init__()
-        if min(S, R, eval_draws, D or 1) < 1 or min(train_steps, eval_steps) < 0:
-            raise ValueError(f"S, D, R, eval_draws must be >= 1 and steps >= 0: {S, D, R}")
-        if init not in INITS or grad not in GRADS:
-            raise ValueError(f"init: one of {INITS}, grad: {GRADS}; got {init!r}, {grad!r}")
+        if init not in ("random", "fixed", "learned", "online") or grad not in ("one_step", "bptt"):
+            raise ValueError(f"unknown init={init!r} or grad={grad!r}: see MatrixDecomposition2D")
         if init == "learned" and grad == "one_step":
             raise ValueError("init='learned' needs grad='bptt': one step never reaches the init")
         if init != "random" and D is None:
@@ -96,15 +90,13 @@ class MatrixDecomposition2D(nn.Module):
         self.grad = grad
         self.eval_seed = eval_seed
         self.eval_draws = eval_draws
-        #: The seeded dictionaries (S, D, K*R) of the last seeded evaluation (not in the state
-        #: dict): drawn once per (eval_seed, K, D, device, dtype), a constant of any trace.
+        #: (S, D, K*R), drawn once per (eval_seed, K, D, device, dtype); not in the state dict
         self.seeded_dictionary: Tensor | None = None
         self._seeded_key: tuple | None = None
-        bases = None if init == "random" else self.draw_bases(S, D)  # (S, D, R)
         if init == "learned":
-            self.bases = nn.Parameter(bases)
-        else:
-            self.register_buffer("bases", bases)  # None: drawn at every forward
+            self.bases = nn.Parameter(self.draw_bases(S, D))  # (S, D, R)
+        else:  # None: drawn at every forward
+            self.register_buffer("bases", None if init == "random" else self.draw_bases(S, D))
 
     def init_coef(self, x: Tensor, bases: Tensor) -> Tensor | None:
         """Codes C before the first step; None: the first step computes them."""
@@ -117,9 +109,8 @@ class MatrixDecomposition2D(nn.Module):
         return F.normalize(draw(batch, D, atoms or self.R, generator=generator, **kwargs), dim=1)
 
     def seeded_bases(self, x: Tensor, draws: int) -> Tensor:
-        """The K = ``draws`` dictionaries of seeded evaluation side by side, (S, D, K*R): draw k
-        of group s is the (k*S + s)-th (D, R) draw of a generator seeded with ``eval_seed`` on
-        X's device; drawn outside any trace (a constant of it) and kept."""
+        """The K = ``draws`` seeded dictionaries (S, D, K*R): draw k of group s is the (k*S + s)-th
+        (D, R) draw of a generator seeded with ``eval_seed`` on X's device; drawn once."""
         with outside_trace():
             key = (self.eval_seed, draws, x.shape[1], x.device, x.dtype)
             if self._seeded_key != key:
@@ -130,11 +121,6 @@ class MatrixDecomposition2D(nn.Module):
                 self.seeded_dictionary = drawn.reshape(self.S, x.shape[1], draws * self.R)
                 self._seeded_key = key
         return self.seeded_dictionary
-
-    @property
-    def seeded(self) -> bool:
-        """Whether this call draws from ``eval_seed`` (eval mode with a seed)."""
-        return not self.training and self.eval_seed is not None
 
     # The K draws side by side; a one-draw ham (eval_draws=1) takes the plain operations.
     def _softmax_per_draw(self, logits: Tensor) -> Tensor:
@@ -157,39 +143,23 @@ class MatrixDecomposition2D(nn.Module):
         # (B*S*K, R, R) @ (B*S*K, R, M) -> (B*S*K, R, M)
         return torch.bmm(gram, a.reshape(-1, self.R, a.shape[2])).reshape(a.shape)
 
-    def _initial_bases(self, x: Tensor, batch: int, bases: Tensor | None, draws: int) -> Tensor:
-        """The initial dictionary (B*S, D, K*R) for X (B*S, D, N), in X's dtype."""
-        if bases is not None:
-            if bases.shape != (x.shape[0], x.shape[1], self.R):
-                raise ValueError(f"bases must have shape (B*S, D, R), got {tuple(bases.shape)}")
-            return bases.to(x.device, x.dtype)
-        if self.init != "random":
-            return self.bases.to(x.dtype).repeat(batch, 1, 1)  # (S, D, R) -> (B*S, D, R)
-        if self.seeded:  # (S, D, K*R) -> (B*S, D, K*R)
-            return self.seeded_bases(x, draws).repeat(batch, 1, 1)
-        return self.draw_bases(x.shape[0], x.shape[1], x, atoms=draws * self.R)
-
-    @torch.no_grad()
-    def _online_update(self, bases: Tensor, batch: int) -> None:
-        """EMA warm start (App. F): buf <- normalize(buf + eta (mean_batch(D) - buf))."""
-        target = bases.reshape(batch, self.S, *bases.shape[1:]).mean(dim=0)  # (S, D, R)
-        self.bases.lerp_(target.to(self.bases.dtype), self.eta)
-        self.bases.copy_(F.normalize(self.bases, dim=1))
-
-    def factorize(self, x: Tensor, bases: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """The solved factors of x (B, C, H, W), D (B*S, D, K*R) / K and C (B*S, K*R, N), in
-        float32 at least with autocast off; ``bases``: a given initial dictionary (B*S, D, R)."""
+    def forward(self, x: Tensor, bases: Tensor | None = None) -> Tensor:
+        """The low-rank reconstruction X_bar = D C (Eq. 7) of x (B, C, H, W) in x's shape and
+        dtype, computed in float32 at least; ``bases``: an initial dictionary (B*S, D, R)."""
         B, C, H, W = x.shape
-        if not is_tracing() and C % self.S:  # (in a trace C is symbolic)
-            raise ValueError(f"channels C={C} are not divisible by S={self.S}")
         with torch.autocast(x.device.type, enabled=False):
             X = (x.float() if torch.finfo(x.dtype).bits < 32 else x).reshape(B * self.S, -1, H * W)
             X = X if self.spatial else X.transpose(1, 2)  # (B*S, D, N)
-            if self.D is not None and not is_tracing() and X.shape[1] != self.D:
-                raise ValueError(f"input gives D={X.shape[1]}, the ham was built with D={self.D}")
             random_eval = not self.training and self.init == "random" and bases is None
             draws = self.eval_draws if random_eval else 1
-            dictionary = self._initial_bases(X, B, bases, draws)
+            if bases is not None:
+                dictionary = bases.to(X.device, X.dtype)
+            elif self.init != "random":  # (S, D, R) -> (B*S, D, R)
+                dictionary = self.bases.to(X.dtype).repeat(B, 1, 1)
+            elif random_eval and self.eval_seed is not None:  # (S, D, K*R) -> (B*S, D, K*R)
+                dictionary = self.seeded_bases(X, draws).repeat(B, 1, 1)
+            else:
+                dictionary = self.draw_bases(X.shape[0], X.shape[1], X, atoms=draws * self.R)
             # Sec. 2.3: with the one-step gradient no graph for the K iterations
             with torch.set_grad_enabled(torch.is_grad_enabled() and self.grad == "bptt"):
                 coef = self.init_coef(X, dictionary)
@@ -197,16 +167,12 @@ class MatrixDecomposition2D(nn.Module):
                     dictionary, coef = self.local_step(X, dictionary, coef)
             coef = self.compute_coef(X, dictionary, coef)
             if self.training and self.init == "online":
-                self._online_update(dictionary, B)
+                with torch.no_grad():  # App. F: buf <- normalize(buf + eta (mean_batch(D) - buf))
+                    mean = dictionary.reshape(B, self.S, *dictionary.shape[1:]).mean(dim=0)
+                    self.bases.lerp_(mean.to(self.bases.dtype), self.eta)
+                    self.bases.copy_(F.normalize(self.bases, dim=1))
             # the mean of the K reconstructions: (D_1 .. D_K) / K @ (C_1; ..; C_K)
-            return (dictionary / draws if draws > 1 else dictionary), coef
-
-    def forward(self, x: Tensor, bases: Tensor | None = None) -> Tensor:
-        """The low-rank reconstruction X_bar = D C (Eq. 7) of x (B, C, H, W) in x's shape and
-        dtype, computed in float32 at least; ``bases``: an initial dictionary (B*S, D, R)."""
-        with torch.autocast(x.device.type, enabled=False):
-            dictionary, coef = self.factorize(x, bases)
-            out = torch.bmm(dictionary, coef)  # (B*S, D, K*R) @ (B*S, K*R, N) -> (B*S, D, N)
+            out = torch.bmm(dictionary / draws, coef)  # (B*S, D, K*R) @ (B*S, K*R, N)
         return (out if self.spatial else out.transpose(1, 2)).reshape(x.shape).to(x.dtype)
 
 
@@ -236,7 +202,7 @@ class NMF(MatrixDecomposition2D):
         if self.coef_init == "softmax":
             return None  # the first step computes softmax(D^T X) from its own D^T X
         (BS, _, N), KR = x.shape, bases.shape[2]
-        if not self.seeded:
+        if self.training or self.eval_seed is None:
             return torch.rand(BS, KR, N, device=x.device, dtype=x.dtype)
         gen = torch.Generator(device=x.device).manual_seed(self.eval_seed + 1)
         shared = torch.rand(self.S, self.R, N, generator=gen, device=x.device, dtype=x.dtype)
@@ -261,11 +227,6 @@ class NMF(MatrixDecomposition2D):
         return numer.mul_(coef).div_(denom.add_(EPS))  # in place on the products' own outputs
 
 
-def _column_scale(x: Tensor, inv_t: float, eps: float) -> Tensor:
-    """inv_t / max(||x_n||, eps) of every column of X (B*S, D, N), as (B*S, 1, N)."""
-    return inv_t / x.square().sum(dim=1, keepdim=True).clamp_min(eps * eps).sqrt()
-
-
 class _SoftClustering(MatrixDecomposition2D):
     """Soft VQ and CD: codes C = softmax(inv_t cosine(D, X)) over R."""
 
@@ -273,7 +234,8 @@ class _SoftClustering(MatrixDecomposition2D):
         """softmax(inv_t cosine(D, X)) (B*S, K*R, N); ||x|| floored at ``eps``."""
         # (B*S, K*R, D) @ (B*S, D, N) -> (B*S, K*R, N)
         logits = torch.bmm(F.normalize(bases, dim=1, eps=EPS).transpose(1, 2), x)
-        return self._softmax_per_draw(logits * _column_scale(x, self.inv_t, eps))
+        scale = self.inv_t / x.square().sum(dim=1, keepdim=True).clamp_min(eps * eps).sqrt()
+        return self._softmax_per_draw(logits * scale)
 
 
 @MODELS.register_module()
@@ -293,15 +255,10 @@ class VQ(_SoftClustering):
 @MODELS.register_module()
 class CD(_SoftClustering):
     """Soft concept decomposition (Alg. 3, App. B), a soft spherical K-means; the final codes
-    solve the ridge problem C = (D^T D + beta I)^-1 D^T X (Eq. 15; exportable: :func:`ridge_solve`).
-
-    Args:
-        beta: Ridge weight (paper: 0.01 and 0.1 alike; release 0.1).
-    """
+    solve the ridge problem C = (D^T D + beta I)^-1 D^T X (Eq. 15; paper: beta 0.01 and 0.1
+    alike, release 0.1), exportable: under a trace by :func:`spd_inverse`."""
 
     def __init__(self, beta: float = 0.1, **kwargs: Any) -> None:
-        if beta <= 0:
-            raise ValueError(f"beta must be > 0 (D^T D + beta I must be invertible), got {beta}")
         super().__init__(**kwargs)
         self.beta = beta
 
@@ -312,12 +269,17 @@ class CD(_SoftClustering):
         return F.normalize(torch.bmm(x, coef.transpose(1, 2)), dim=1, eps=EPS), coef
 
     def compute_coef(self, x: Tensor, bases: Tensor, coef: Tensor | None) -> Tensor:
-        """C = (D^T D + beta I)^-1 D^T X, per draw."""
+        """C = (D^T D + beta I)^-1 D^T X per draw: ``torch.linalg.solve``, or under a trace (ONNX
+        has no solve nor inverse) :func:`spd_inverse`; both err by ~cond * eps."""
         ridge = self.beta * torch.eye(self.R, device=x.device, dtype=x.dtype)
         gram = self._gram_per_draw(bases) + ridge  # out of place: ONNX loses a diagonal write
         rhs = torch.bmm(bases.transpose(1, 2), x)  # (B*S, K*R, D) @ (B*S, D, N)
-        # (B*S*K, R, R)^-1 @ (B*S*K, R, N) -> (B*S, K*R, N)
-        return ridge_solve(gram, rhs.reshape(-1, self.R, rhs.shape[2])).reshape(rhs.shape)
+        rhs_k = rhs.reshape(-1, self.R, rhs.shape[2])  # (B*S*K, R, N)
+        exporting = getattr(torch.compiler, "is_exporting", lambda: False)  # torch >= 2.7
+        if torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or exporting():
+            # (B*S*K, R, R)^-1 @ (B*S*K, R, N)
+            return torch.bmm(spd_inverse(gram), rhs_k).reshape(rhs.shape)
+        return torch.linalg.solve(gram, rhs_k).reshape(rhs.shape)
 
 
 def spd_inverse(a: Tensor) -> Tensor:
@@ -331,12 +293,3 @@ def spd_inverse(a: Tensor) -> Tensor:
         factor = m[:, :, k : k + 1] - eye[:, k : k + 1]  # (B, R, 1)
         m = m - factor * pivot_row  # (B, R, 1) * (B, 1, 2R) -> (B, R, 2R)
     return m[:, :, R:]
-
-
-def ridge_solve(gram: Tensor, rhs: Tensor) -> Tensor:
-    """gram^-1 rhs (B, R, N) for gram = D^T D + beta I (B, R, R): ``torch.linalg.solve``, or
-    under a trace (ONNX has no solve nor inverse) :func:`spd_inverse`; both err by ~cond * eps,
-    cond <= (r + beta) / beta for unit dictionary columns."""
-    if not is_tracing():
-        return torch.linalg.solve(gram, rhs)
-    return torch.bmm(spd_inverse(gram), rhs)  # (B, R, R) @ (B, R, N)

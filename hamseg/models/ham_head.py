@@ -12,10 +12,8 @@ from torch import Tensor, nn
 
 from hamseg.utils.errors import UsageError
 
-from .decompositions import DEFAULT_EVAL
 from .hamburger import Hamburger
 
-__all__ = ["HamHead"]
 #: The Hamburger's arguments that the head passes on.
 BLOCK_ARGS = ("latent_channels", "variant", "with_lower_bread", "with_ham", "with_upper_bread")
 
@@ -26,15 +24,12 @@ class HamHead(BaseDecodeHead):
 
     Args:
         ham_channels: Channels of the Hamburger (paper and release: 512).
-        ham_cfg: The ham's config, default ``dict(type='NMF', R=64)`` evaluated with the paper's
-            protocol (``EVAL_PROTOCOLS``, docs/evaluation.md).
+        ham_cfg: The ham's config, default ``dict(type='NMF', R=64)``.
         with_hamburger: False for Table 2's baseline (squeeze, align, classifier).
         conv_init: Init of squeeze, align and classifier: 'mmseg' or 'pytorch' (``nn.Conv2d``'s
-            default, as the release; kept through mmengine's ``init_weights``).
-        **kwargs: :class:`Hamburger`'s ``variant`` ('release' default, or 'paper'),
-            ``latent_channels`` and Table 2's switches ``with_lower_bread``, ``with_ham``,
-            ``with_upper_bread``; the rest :class:`BaseDecodeHead`'s (the Hamburger takes
-            ``norm_cfg`` and ``act_cfg``).
+            default, as the release).
+        **kwargs: :class:`Hamburger`'s ``variant``, ``latent_channels`` and Table 2's switches;
+            the rest :class:`BaseDecodeHead`'s (its ``norm_cfg`` and ``act_cfg`` reach the block).
     """
 
     def __init__(
@@ -45,13 +40,10 @@ class HamHead(BaseDecodeHead):
         conv_init: str = "mmseg",
         **kwargs: Any,
     ) -> None:
-        if conv_init not in ("mmseg", "pytorch"):
-            raise ValueError(f"conv_init must be 'mmseg' or 'pytorch', got {conv_init!r}")
         levels = isinstance(kwargs.get("in_channels"), (list, tuple))
         if "ham_kwargs" in kwargs or (levels and not kwargs.get("input_transform")):
             raise UsageError(
-                "HamHead takes one feature map (in_channels an int) and ham_cfg; for SegNeXt's "
-                "levels and mmseg's ham_kwargs use type='HamLightHead'"
+                "HamHead takes one feature map; SegNeXt's levels, ham_kwargs: type='HamLightHead'"
             )
         block = {k: kwargs.pop(k) for k in BLOCK_ARGS if k in kwargs}
         super().__init__(**kwargs)
@@ -59,11 +51,9 @@ class HamHead(BaseDecodeHead):
         self.conv_init = conv_init
         conv = dict(padding=1, conv_cfg=self.conv_cfg, norm_cfg=self.norm_cfg, act_cfg=self.act_cfg)
         self.squeeze = ConvModule(self.in_channels, ham_channels, 3, **conv)
-        self.hamburger: nn.Module = nn.Identity()
-        if with_hamburger:
-            ham_cfg = ham_cfg or dict(type="NMF", R=64, **DEFAULT_EVAL)
-            block.update(ham_cfg=ham_cfg, norm_cfg=self.norm_cfg, act_cfg=self.act_cfg)
-            self.hamburger = Hamburger(ham_channels, **block)
+        block.update(norm_cfg=self.norm_cfg, act_cfg=self.act_cfg)
+        block["ham_cfg"] = ham_cfg or dict(type="NMF", R=64)
+        self.hamburger = Hamburger(ham_channels, **block) if with_hamburger else nn.Identity()
         self.align = ConvModule(ham_channels, self.channels, 3, **conv)
         self._reset_convs()
 

@@ -4,6 +4,7 @@ its configs switch by ``type`` (``ham_kwargs`` understood); what differs: docs/s
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
@@ -13,28 +14,22 @@ from mmseg.models.utils import resize
 from mmseg.registry import MODELS
 from torch import Tensor
 
-from .decompositions import DEFAULT_EVAL
-from .hamburger import Hamburger
-
-__all__ = ["HamLightHead", "ham_cfg_from_kwargs"]
+from .hamburger import RELU, Hamburger
 
 #: mmseg's ``ham_kwargs`` (NMF2D's) and their defaults.
 MMSEG_DEFAULTS = dict(MD_S=1, MD_R=64, train_steps=6, eval_steps=7, inv_t=100, rand_init=True)
 
 
 def ham_cfg_from_kwargs(ham_kwargs: dict) -> dict:
-    """hamseg's NMF config for mmseg's ``ham_kwargs``: ``MD_S`` -> S, ``MD_R`` -> R, the steps;
-    ``inv_t`` dropped (NMF uses 1, as mmseg's); ``rand_init=False`` is ``init='fixed'``;
-    evaluation as mmseg's (a new dictionary at every forward). ValueError on an unknown key."""
+    """hamseg's NMF config for mmseg's ``ham_kwargs``; ``inv_t`` dropped (NMF uses 1, as mmseg's),
+    ``rand_init=False`` is ``init='fixed'``; ValueError on an unknown key."""
     unknown = sorted(set(ham_kwargs) - set(MMSEG_DEFAULTS))
     if unknown:
-        raise ValueError(
-            f"ham_kwargs: unknown keys {unknown}; mmseg's are {sorted(MMSEG_DEFAULTS)}"
-        )
+        raise ValueError(f"ham_kwargs: unknown keys {unknown}; mmseg's: {list(MMSEG_DEFAULTS)}")
     kw = {**MMSEG_DEFAULTS, **ham_kwargs}
     init = "random" if kw["rand_init"] else "fixed"
     steps = dict(train_steps=kw["train_steps"], eval_steps=kw["eval_steps"])
-    return dict(type="NMF", S=kw["MD_S"], R=kw["MD_R"], **steps, init=init, **DEFAULT_EVAL)
+    return dict(type="NMF", S=kw["MD_S"], R=kw["MD_R"], **steps, init=init)
 
 
 @MODELS.register_module()
@@ -44,9 +39,8 @@ class HamLightHead(BaseDecodeHead):
 
     Args:
         ham_channels: Channels of the Hamburger (SegNeXt: 256 for T/S, 512 B, 1024 L).
-        ham_cfg: hamseg's ham config. Without ``type`` (or with ``ham_kwargs``) its entries
-            override what ``ham_kwargs`` map to (:func:`ham_cfg_from_kwargs`), e.g.
-            ``dict(eval_seed=0, eval_draws=12)`` for hamseg's deterministic ensemble.
+        ham_cfg: hamseg's ham config; without ``type`` (or with ``ham_kwargs``) its entries
+            override what ``ham_kwargs`` map to, e.g. ``dict(eval_seed=0, eval_draws=12)``.
         ham_kwargs: mmseg's argument; neither: mmseg's defaults (NMF, r = 64, 6/7 steps).
         **kwargs: :class:`BaseDecodeHead`'s (``in_channels`` a list, ``in_index``, ...).
     """
@@ -64,25 +58,19 @@ class HamLightHead(BaseDecodeHead):
         self.ham_channels = ham_channels
         conv = dict(conv_cfg=self.conv_cfg, norm_cfg=self.norm_cfg, act_cfg=self.act_cfg)
         self.squeeze = ConvModule(sum(self.in_channels), ham_channels, 1, **conv)
-        relu = dict(type="ReLU")  # mmseg's block: F.relu whatever the head's act_cfg
-        self.hamburger = Hamburger(ham_channels, None, ham_cfg, "light", self.norm_cfg, relu)
+        # mmseg's block: F.relu whatever the head's act_cfg
+        self.hamburger = Hamburger(ham_channels, None, ham_cfg, "light", self.norm_cfg, RELU)
         self.align = ConvModule(ham_channels, self.channels, 1, **conv)
 
     def forward(self, inputs: list[Tensor]) -> Tensor:
         """Logits (B, num_classes, H, W) at the first selected level's resolution."""
         levels = self._transform_inputs(inputs)
-        size = levels[0].shape[2:]
-        levels = [
-            resize(x, size, mode="bilinear", align_corners=self.align_corners) for x in levels
-        ]
-        x = torch.cat(levels, dim=1)
+        kw = dict(size=levels[0].shape[2:], mode="bilinear", align_corners=self.align_corners)
+        x = torch.cat([resize(level, **kw) for level in levels], dim=1)
         # At feature scale 1e4 the squeeze's sums pass fp16's 65504 (inf, then NaN from the
         # GroupNorm; mmseg's head too): under fp16 autocast it runs in float32, the rest in fp16.
         device = x.device.type
         fp16 = torch.is_autocast_enabled(device) and torch.get_autocast_dtype(device) == torch.half
-        if fp16:
-            with torch.autocast(device, enabled=False):
-                x = self.squeeze(x.float())
-        else:
-            x = self.squeeze(x)
+        with torch.autocast(device, enabled=False) if fp16 else contextlib.nullcontext():
+            x = self.squeeze(x.float() if fp16 else x)
         return self.cls_seg(self.align(self.hamburger(x)))

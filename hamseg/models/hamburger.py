@@ -3,7 +3,6 @@ for the paper's block, the authors' released "V2" and SegNeXt's light block."""
 
 from __future__ import annotations
 
-import copy
 import math
 
 from mmcv.cnn import ConvModule, build_activation_layer, build_norm_layer
@@ -11,11 +10,6 @@ from mmseg.registry import MODELS
 from torch import Tensor, nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from .decompositions import MatrixDecomposition2D
-
-__all__ = ["Hamburger"]
-
-VARIANTS = ("paper", "release", "light")
 BN = dict(type="BN", requires_grad=True)
 RELU = dict(type="ReLU")
 
@@ -33,14 +27,12 @@ class Hamburger(nn.Module):
     Args:
         in_channels: Channels d_z of Z and Y.
         latent_channels: Channels d of the ham (default d_z; paper and release: 512).
-        ham_cfg: The ham's config (mmseg's ``MODELS``), default ``dict(type='NMF')``; D defaults
-            to ``latent_channels // S`` (spatial folding).
+        ham_cfg: The ham's config, default ``dict(type='NMF')``; D defaults to d // S.
         variant: 'paper', 'release' or 'light'.
         norm_cfg: Norm of W_u ('paper', 'light') or of the cheese ('release'); None: none.
         act_cfg: Activation after the sum (and of the cheese) but in 'paper'; None: none.
         with_lower_bread, with_ham, with_upper_bread: Table 2's ablations, each removes one
-            part (the ReLU before NMF stays; without W_u, 'paper' keeps Eq. 6's BN). Without a
-            bread, d must equal d_z.
+            part (the ReLU before NMF stays; without W_u, 'paper' keeps Eq. 6's BN).
     """
 
     def __init__(
@@ -56,64 +48,39 @@ class Hamburger(nn.Module):
         with_upper_bread: bool = True,
     ) -> None:
         super().__init__()
-        if variant not in VARIANTS:
-            raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-        if not (with_lower_bread or with_ham or with_upper_bread):
-            raise ValueError("a Hamburger needs a bread or a ham (HamHead(with_hamburger=False))")
+        if variant not in ("paper", "release", "light"):
+            raise ValueError(f"variant must be 'paper', 'release' or 'light', got {variant!r}")
         d = latent_channels or in_channels
-        if not (with_lower_bread and with_upper_bread) and d != in_channels:
-            raise ValueError(
-                f"without a bread latent_channels={d} must equal in_channels={in_channels}"
-            )
         self.variant = variant
-        ham_cfg = dict(type="NMF") if ham_cfg is None else dict(ham_cfg)
+        ham_cfg = dict(ham_cfg or dict(type="NMF"))
         if ham_cfg.get("spatial", True):
             ham_cfg.setdefault("D", d // ham_cfg.get("S", 1))
         ham = MODELS.build(ham_cfg)
         relu = variant == "light" or ham.nonnegative  # NMF needs X >= 0 (Sec. 2.2.2)
-        norm_cfg, act_cfg = copy.deepcopy(norm_cfg), copy.deepcopy(act_cfg)
-
         # W_l: a 1x1 conv with bias (+ ReLU); never in place on Z itself (the skip's input)
         lower = [nn.Conv2d(in_channels, d, 1)] if with_lower_bread else []
         lower += [nn.ReLU(inplace=with_lower_bread)] if relu else []
-        if variant == "light":
-            act = RELU if relu else None
-            self.ham_in = (
-                ConvModule(in_channels, d, 1, act_cfg=act) if with_lower_bread else lower[0]
-            )
-        else:
+        if variant != "light":
             self.lower_bread = nn.Sequential(*lower)
-        self.ham: MatrixDecomposition2D | None = ham if with_ham else None
-        self.cheese: nn.Module = nn.Identity()
-        if variant == "release":
-            self.cheese = ConvModule(d, d, 1, norm_cfg=norm_cfg, act_cfg=act_cfg)
+        else:  # mmseg's names, here and for W_u
+            lower = [ConvModule(in_channels, d, 1, act_cfg=RELU)] if with_lower_bread else lower
+            self.ham_in = lower[0]
+        self.ham = ham if with_ham else None
+        cheese = dict(norm_cfg=norm_cfg, act_cfg=act_cfg)
+        self.cheese = ConvModule(d, d, 1, **cheese) if variant == "release" else nn.Identity()
         # W_u: the release's is a bare conv; Eq. 6's BN is W_u's norm, or alone without W_u
-        upper: nn.Module = nn.Identity()
-        self.norm: nn.Module = nn.Identity()
+        upper = nn.Identity()
+        self.norm = nn.Identity()
         if with_upper_bread and variant == "release":
             upper = nn.Conv2d(d, in_channels, 1, bias=False)
         elif with_upper_bread:
             upper = ConvModule(d, in_channels, 1, norm_cfg=norm_cfg, act_cfg=None)
         elif norm_cfg and variant != "release":
             self.norm = build_norm_layer(norm_cfg, d)[1]
-        if variant == "light":
-            self.ham_out = upper
-        else:
-            self.upper_bread = upper
-        self.act = (
-            build_activation_layer(act_cfg) if act_cfg and variant != "paper" else nn.Identity()
-        )
+        self.add_module("ham_out" if variant == "light" else "upper_bread", upper)
+        act_cfg = act_cfg if variant != "paper" else None
+        self.act = build_activation_layer(act_cfg) if act_cfg else nn.Identity()
         self.init_weights()
-
-    @property
-    def lower(self) -> nn.Module:
-        """W_l with the ReLU in front of the ham: ``lower_bread`` ('light': ``ham_in``)."""
-        return self.ham_in if self.variant == "light" else self.lower_bread
-
-    @property
-    def upper(self) -> nn.Module:
-        """W_u with its norm: ``upper_bread`` ('light': ``ham_out``)."""
-        return self.ham_out if self.variant == "light" else self.upper_bread
 
     def init_weights(self) -> None:
         """The release's init: conv weights N(0, sqrt(2 / (k*k*out_channels))), norms weight 1,
@@ -130,7 +97,9 @@ class Hamburger(nn.Module):
 
     def forward(self, x: Tensor, bases: Tensor | None = None) -> Tensor:
         """Y (B, in_channels, H, W) of Z = ``x``; ``bases``: the ham's initial dictionary."""
-        z = self.lower(x)  # W_l Z, ReLU'd before NMF
+        light = self.variant == "light"
+        z = (self.ham_in if light else self.lower_bread)(x)  # W_l Z, ReLU'd before NMF
         if self.ham is not None:
             z = self.ham(z, bases)  # M: the low-rank reconstruction D C (Eq. 7)
-        return self.act(x + self.norm(self.upper(self.cheese(z))))
+        z = (self.ham_out if light else self.upper_bread)(self.cheese(z))
+        return self.act(x + self.norm(z))

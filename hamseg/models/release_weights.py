@@ -4,7 +4,6 @@ ResNet (``init_cfg=dict(type='HamResNetPretrained', ...)``) and its HamNet check
 
 from __future__ import annotations
 
-import os
 import os.path as osp
 from collections.abc import Mapping, Sequence
 
@@ -12,6 +11,7 @@ import torch
 from mmengine.config import Config
 from mmengine.logging import print_log
 from mmengine.registry import init_default_scope
+from mmengine.utils import mkdir_or_exist
 from mmseg.registry import MODELS, WEIGHT_INITIALIZERS
 from torch import Tensor, nn
 
@@ -27,16 +27,6 @@ RELEASE_HAMNET_RULES = [("backbone.0.", "backbone.stem."), ("backbone.1.", "back
 RELEASE_HAMNET_RULES += [(f"backbone.{i + 3}.", f"backbone.layer{i}.") for i in range(1, 5)]
 RELEASE_HAMNET_RULES += [(f"{m}.", f"decode_head.{m}.") for m in ("squeeze", "hamburger", "align")]
 RELEASE_HAMNET_RULES += [("fc.1.", "decode_head.conv_seg.")]
-PRETRAINED_HELP = (
-    "the release's ImageNet ResNet with the deep stem, from Gsunshine/Enjoy-Hamburger, "
-    "seg/README.md, 'Pretrained Backbone' (https://drive.google.com/drive/folders/"
-    "1FXwv1j-qYu2x8dLCvTVWJjAuWyp_Gq_I); or use configs/ham_voc_v1c.py (mmseg's backbone), or "
-    "--cfg-options model.backbone.init_cfg=None (from scratch; not the paper's numbers)"
-)
-
-
-class WeightMappingError(UsageError):
-    """A state dict does not map 1:1 onto its target; the message names every offender."""
 
 
 def unwrap_state_dict(obj: object, keys: Sequence[str] = ("net", "state_dict", "model")) -> dict:
@@ -56,13 +46,13 @@ def map_state_dict(
     target: Mapping[str, Tensor],
     rules: Sequence[tuple[str, str]],
     drop: Sequence[str] = (),
-    fill_num_batches_tracked: bool = False,
+    fill_counters: bool = False,
 ) -> dict[str, Tensor]:
     """``source`` renamed into ``target``'s names by ``(source prefix, target prefix)`` rules
     (the longest prefix wins), ``drop``'s prefixes left out; missing BatchNorm counters filled
-    with 0 if ``fill_num_batches_tracked``. WeightMappingError unless the result is 1:1."""
+    with 0 if ``fill_counters``. UsageError unless the result is 1:1."""
     mapped = {}
-    problems = {"unused": [], "unknown": [], "twice": [], "shape": []}
+    problems = {"unused": [], "unknown": [], "shape": []}
     for name, tensor in source.items():
         if any(name.startswith(p) for p in drop):
             continue
@@ -73,20 +63,17 @@ def map_state_dict(
             problems["unused"].append(name)
         elif new not in target:
             problems["unknown"].append(f"{name} -> {new}")
-        elif new in mapped:
-            problems["twice"].append(f"{name} -> {new}")
         else:
-            if tensor.shape != target[new].shape:
-                shapes = f"{tuple(tensor.shape)} -> {tuple(target[new].shape)}"
-                problems["shape"].append(f"{name} {shapes}")
             mapped[new] = tensor
+        if new in target and tensor.shape != target[new].shape:
+            problems["shape"].append(f"{name} {tuple(tensor.shape)} -> {tuple(target[new].shape)}")
     for k in target:
-        if k not in mapped and fill_num_batches_tracked and k.endswith(".num_batches_tracked"):
+        if k not in mapped and fill_counters and k.endswith(".num_batches_tracked"):
             mapped[k] = torch.zeros_like(target[k])
     problems["missing"] = [k for k in target if k not in mapped]
     if any(problems.values()):
         listing = "; ".join(f"{k}: {', '.join(v)}" for k, v in problems.items() if v)
-        raise WeightMappingError(f"the state dict does not map 1:1 onto the model ({listing})")
+        raise UsageError(f"the state dict does not map 1:1 onto the model ({listing})")
     return {k: mapped[k] for k in target}
 
 
@@ -100,12 +87,10 @@ class HamResNetPretrained:
         self.wholemodule = False  # set by mmengine's initialize()
 
     def __call__(self, module: nn.Module) -> None:
-        path = os.fspath(self.checkpoint)
-        if not osp.isfile(path):
-            raise FileNotFoundError(f"pretrained backbone not found: {path}: {PRETRAINED_HELP}")
+        path = require_file(self.checkpoint, "pretrained backbone (docs/recipes.md)")
         source = unwrap_state_dict(load_checkpoint_file(path))
-        rules, target = IMAGENET_RESNET_RULES, module.state_dict()
-        state = map_state_dict(source, target, rules, ["fc."], fill_num_batches_tracked=True)
+        target = module.state_dict()
+        state = map_state_dict(source, target, IMAGENET_RESNET_RULES, ["fc."], fill_counters=True)
         module.load_state_dict(state, strict=True)
         print_log(f"loaded the release's ImageNet weights from {path}", logger="current")
 
@@ -116,14 +101,14 @@ def convert_release_checkpoint(src: str, dst: str, config: str) -> int:
     release = load_checkpoint_file(require_file(src, "release checkpoint (final.pth)"))
     net = release.get("net") if isinstance(release, dict) else None
     if not isinstance(net, dict) or not all(isinstance(v, Tensor) for v in net.values()):
-        raise WeightMappingError(f"{src} is not the release's {{'net': state_dict}} format")
+        raise UsageError(f"{src} is not the release's {{'net': state_dict}} format")
     cfg = Config.fromfile(config)
     init_default_scope(cfg.get("default_scope", "mmseg"))
     cfg.model.backbone.init_cfg = cfg.model.pretrained = None  # the weights come from src
     model = MODELS.build(cfg.model)
     state = map_state_dict(net, model.state_dict(), RELEASE_HAMNET_RULES)
     model.load_state_dict(state, strict=True)
-    os.makedirs(osp.dirname(osp.abspath(dst)), exist_ok=True)
+    mkdir_or_exist(osp.dirname(osp.abspath(dst)))
     meta = dict(source=osp.basename(src), config=config)
     torch.save(dict(state_dict=state, meta=meta), dst)
     return len(state)

@@ -153,19 +153,10 @@ def test_mmseg_ham_kwargs_map_to_hamseg_nmf():
     cfg = ham_cfg_from_kwargs(
         dict(MD_S=1, MD_R=16, train_steps=6, eval_steps=7, inv_t=100, rand_init=True)
     )
-    assert cfg == dict(
-        type="NMF",
-        S=1,
-        R=16,
-        train_steps=6,
-        eval_steps=7,
-        init="random",
-        eval_seed=None,
-        eval_draws=1,
-    )
+    assert cfg == dict(type="NMF", S=1, R=16, train_steps=6, eval_steps=7, init="random")
     assert ham_cfg_from_kwargs(dict(rand_init=False))["init"] == "fixed"
     assert ham_cfg_from_kwargs({})["R"] == 64  # mmseg's defaults
-    with pytest.raises(ValueError, match=r"unknown keys \['MD_T'\]"):
+    with pytest.raises(ValueError, match="MD_T"):
         ham_cfg_from_kwargs(dict(MD_T=1))
     # ham_cfg next to ham_kwargs overrides what they map to
     kwargs = dict(in_channels=[8, 8], in_index=[0, 1], channels=8, num_classes=3)
