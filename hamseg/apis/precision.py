@@ -11,8 +11,7 @@ import torch.nn.functional as F
 from mmengine.config import Config
 
 from hamseg.utils.config import leaf_datasets
-from hamseg.utils.errors import UsageError
-from hamseg.utils.messages import one_line
+from hamseg.utils.errors import UsageError, one_line
 
 from .export import onnx_session
 

@@ -1,8 +1,6 @@
 """What the tools share: the config with its overrides and launcher, ``--amp``, the guard hooks,
 hamseg's notices, and :func:`run_cli`, where a user's error becomes one line and exit code 2."""
 
-from __future__ import annotations
-
 import logging
 import os
 import os.path as osp
@@ -25,27 +23,15 @@ from hamseg.engine import TrainingStopped, setup_cpu_distributed
 from hamseg.engine.launcher import watch_launcher
 from hamseg.engine.preemption import ignore_signals_until_exit
 from hamseg.engine.stop import leave_process_group, report_exit
-from hamseg.utils.errors import CorruptCheckpointError, UnsafeCheckpointError, UsageError
-from hamseg.utils.messages import one_line
+from hamseg.utils.errors import CorruptCheckpointError, UnsafeCheckpointError, UsageError, one_line
 
 #: ``--launcher`` choices, as in mmseg's tools.
 LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
-#: The guards tools/train.py adds to every training config (hamseg.engine), in this order.
-GUARD_HOOKS = ("PreemptionHook", "NonFiniteLossHook", "RandomStateHook")
 _OMPI = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK")
-#: Per launcher: the variables its starter sets, and how to start the processes (TOOL: the script).
+#: Per launcher: the variables its starter sets, and the starter.
 _LAUNCH = {
-    "mpi": (
-        (*_OMPI, "MASTER_ADDR"),
-        "Start the processes with OpenMPI's mpirun (install OpenMPI, e.g. apt install "
-        "openmpi-bin): mpirun -np N -x MASTER_ADDR=HOST [-x MASTER_PORT=PORT] python TOOL CONFIG "
-        "--launcher mpi",
-    ),
-    "slurm": (
-        ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_NODELIST"),
-        "Start the processes with slurm's srun: srun -p PARTITION -n N python -u TOOL CONFIG "
-        "--launcher slurm (or tools/slurm_train.sh, tools/slurm_test.sh)",
-    ),
+    "mpi": ((*_OMPI, "MASTER_ADDR"), "OpenMPI's mpirun -x MASTER_ADDR=HOST"),
+    "slurm": (("SLURM_PROCID", "SLURM_NTASKS", "SLURM_NODELIST"), "srun (tools/slurm_train.sh)"),
 }
 #: hamseg's notices of this run, repeated by :func:`log_notices` after mmengine's config dump.
 NOTICES: list[str] = []
@@ -77,27 +63,24 @@ def build_config(
     launcher: str = "none",
     local_rank: int = 0,
 ) -> Config:
-    """Load a config as mmseg's tools do (also ``hamseg::``/``mmseg::`` names), merge
-    ``--cfg-options`` (:func:`hamseg.cli.options.merge_cfg_options`), set ``work_dir`` (default
-    ``./work_dirs/<config name>``), check the launcher's environment and set up a CPU group."""
+    """A config as mmseg's tools load it (also ``hamseg::``/``mmseg::`` names), ``--cfg-options``
+    merged (:func:`hamseg.cli.options.merge_cfg_options`), ``work_dir`` set (default
+    ``./work_dirs/<config name>``), the launcher's environment checked, a CPU group set up."""
     from .options import merge_cfg_options
 
     path = config_file(config)
     cfg = Config.fromfile(path)
-    cfg.launcher = launcher
     if cfg_options:
         merge_cfg_options(cfg, cfg_options)
+    cfg.launcher = launcher
     if work_dir is not None:
         cfg.work_dir = work_dir
     elif cfg.get("work_dir") is None:
         cfg.work_dir = osp.join("./work_dirs", osp.splitext(osp.basename(path))[0])
-    if launcher in _LAUNCH:
-        names, how = _LAUNCH[launcher]
-        missing = [name for name in names if name not in os.environ]
-        if missing:
-            tool = "tools/" + osp.basename(sys.argv[0] or "train.py")
-            how = how.replace("TOOL", tool)
-            raise CLIError(f"--launcher {launcher}: {', '.join(missing)} not set. {how}")
+    names, starter = _LAUNCH.get(launcher, ((), ""))
+    missing = [name for name in names if name not in os.environ]
+    if missing:
+        raise CLIError(f"--launcher {launcher}: {', '.join(missing)} not set; start with {starter}")
     if launcher == "mpi":  # torch's rendezvous variables from OpenMPI's
         for name, value in zip(("RANK", "WORLD_SIZE", "LOCAL_RANK"), _OMPI):
             os.environ.setdefault(name, os.environ[value])
@@ -123,9 +106,8 @@ def add_guard_hooks(cfg: Config) -> list[str]:
     resumes at the sampler; the type names added or swapped in."""
     hooks = list(cfg.get("custom_hooks") or [])
     present = [cls for cls in map(_hook_class, hooks) if isinstance(cls, type)]
-    added = [
-        f"mmseg.{g}" for g in GUARD_HOOKS if not any(issubclass(c, HOOKS.get(g)) for c in present)
-    ]
+    guards = ("PreemptionHook", "NonFiniteLossHook", "RandomStateHook")
+    added = [f"mmseg.{g}" for g in guards if not any(issubclass(c, HOOKS.get(g)) for c in present)]
     cfg.custom_hooks = hooks + [dict(type=name) for name in added]
     checkpoint = (cfg.get("default_hooks") or {}).get("checkpoint")
     if isinstance(checkpoint, dict) and _hook_class(checkpoint) is CheckpointHook:
@@ -163,14 +145,8 @@ def enable_amp(cfg: Config, dtype: str | None = None) -> None:
         wrapper.update(type="CPUAmpOptimWrapper", dtype="bfloat16")
 
 
-def user_message(err: BaseException) -> str:
-    """The error's message on one line (a DataLoader worker's: the original error's)."""
-    return one_line(err)
-
-
 def run_cli(main: Callable[[], None]) -> None:
-    """Run ``main``: a user's error (bad option, missing file or dataset, invalid sample, class
-    count, unsafe or corrupt checkpoint; also from a DataLoader worker) is one line on stderr and
+    """Run ``main``: a user's error (also from a DataLoader worker) is one line on stderr and
     exit 2; a run stopped on purpose (:class:`TrainingStopped`) one line from the main rank and
     its exit code (agreed between the ranks under a launch script); an aborting Ctrl-C one line
     and 130. A distributed run leaves its process group first."""
@@ -187,7 +163,7 @@ def run_cli(main: Callable[[], None]) -> None:
     except user_errors as err:
         code = report_exit(2)  # 0: every rank under a launch script failed alike, it says 2
         if code or os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")) == "0":
-            print(f"error: {user_message(err)}", file=sys.stderr)
+            print(f"error: {one_line(err)}", file=sys.stderr)
         sys.exit(code)
     except KeyboardInterrupt:  # the PreemptionHook's second Ctrl-C, or one before training
         print("interrupted: stopped at once, no checkpoint of this iteration", file=sys.stderr)

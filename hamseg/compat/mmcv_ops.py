@@ -1,12 +1,9 @@
 """mmcv-lite: pure-PyTorch ``mmcv.ops.point_sample`` and ``sigmoid_focal_loss``.
 
-mmseg 1.2.2 imports both from ``mmcv.ops`` unguarded (open-mmlab/mmsegmentation#871), and
-mmcv-lite has no compiled ``mmcv._ext``, so ``import mmseg.models`` fails. Only then
-:func:`install` puts a stand-in into ``sys.modules['mmcv.ops']``; any other op raises the
-``ModuleNotFoundError`` mmseg's guarded imports expect.
+mmseg 1.2.2 imports both from ``mmcv.ops`` unguarded (open-mmlab/mmsegmentation#871) and mmcv-lite
+has no compiled ``mmcv._ext``: only then :func:`install` puts a stand-in ``mmcv.ops`` in place,
+whose other names raise the ``ModuleNotFoundError`` mmseg's guarded imports expect.
 """
-
-from __future__ import annotations
 
 import importlib.util
 import sys
@@ -21,16 +18,12 @@ MISSING_MMCV_MESSAGE = (
     "hamseg needs mmcv 2.0/2.1 and none is installed: run pip install 'hamseg[lite]' (mmcv-lite "
     "2.1.0, no compiled ops), or install a compiled mmcv 2.0/2.1 built for your torch and CUDA."
 )
-
-
-def require_mmcv() -> None:
-    """Import mmcv, or one ``ImportError`` saying what to install when there is none."""
-    try:
-        import mmcv  # noqa: F401
-    except ModuleNotFoundError as err:
-        if err.name != "mmcv":
-            raise
-        raise ImportError(MISSING_MMCV_MESSAGE) from None
+try:
+    import mmcv
+except ModuleNotFoundError as err:
+    if err.name != "mmcv":
+        raise
+    raise ImportError(MISSING_MMCV_MESSAGE) from None
 
 
 def point_sample(input: Tensor, points: Tensor, align_corners: bool = False, **kwargs) -> Tensor:
@@ -52,12 +45,8 @@ def sigmoid_focal_loss(
 ) -> Tensor:
     """mmcv's compiled focal loss (Lin et al. 2017, Eq. 5) on logits (N, C) and int64 targets
     (N,) in [0, C] (C: background); 'mean' divides by N, as mmcv does."""
-    if input.dim() != 2 or target.shape != input.shape[:1] or target.dtype != torch.long:
-        raise ValueError("sigmoid_focal_loss expects input (N, C) and int64 target (N,)")
-    num_classes = input.size(1)
-    positive = F.one_hot(target, num_classes + 1)[:, :num_classes].to(input.dtype)  # (N, C)
-    p = input.sigmoid()
-    tiny = torch.finfo(input.dtype).tiny
+    positive = F.one_hot(target, input.size(1) + 1)[:, :-1].to(input.dtype)  # (N, C)
+    p, tiny = input.sigmoid(), torch.finfo(input.dtype).tiny
     pos_term = (1 - p).pow(gamma) * p.clamp_min(tiny).log()
     neg_term = p.pow(gamma) * (1 - p).clamp_min(tiny).log()
     loss = -alpha * positive * pos_term - (1 - alpha) * (1 - positive) * neg_term
@@ -83,10 +72,7 @@ class _LiteOps(types.ModuleType):
 
 def compiled_mmcv_available() -> bool:
     """True when mmcv's compiled extension ``mmcv._ext`` is importable."""
-    try:
-        return importlib.util.find_spec("mmcv._ext") is not None
-    except ModuleNotFoundError:
-        return False
+    return importlib.util.find_spec("mmcv._ext") is not None
 
 
 def install() -> bool:
@@ -95,8 +81,6 @@ def install() -> bool:
         return True
     if compiled_mmcv_available():
         return False
-    import mmcv
-
     ops = _LiteOps("mmcv.ops", "hamseg's pure-PyTorch mmcv.ops for mmcv-lite")
     ops.point_sample, ops.sigmoid_focal_loss = point_sample, sigmoid_focal_loss
     ops.__all__ = ["point_sample", "sigmoid_focal_loss"]
@@ -105,6 +89,5 @@ def install() -> bool:
     return True
 
 
-require_mmcv()
 #: Whether the stand-in is in use (mmcv-lite), set on import.
 REPLACED: bool = install()
