@@ -6,15 +6,11 @@ import os
 import os.path as osp
 import sys
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from mmengine.config import Config
-from mmengine.dataset import InfiniteSampler
 from mmengine.dist import is_main_process
-from mmengine.hooks import CheckpointHook
 from mmengine.logging import print_log
-from mmseg.registry import HOOKS
 
 from hamseg.compat.package_lookup import config_file
 from hamseg.datasets.checks import ClassCountError
@@ -92,31 +88,23 @@ def build_config(
     return cfg
 
 
-def _hook_class(entry: Any) -> Any:
-    """The class a hook entry (dict, class or hook object) builds, if known."""
-    kind = entry.get("type") if isinstance(entry, dict) else entry
-    if isinstance(kind, str):
-        return HOOKS.get(kind)
-    return kind if isinstance(kind, type) else type(kind)
-
-
 def add_guard_hooks(cfg: Config) -> list[str]:
     """Give a training config the guards it lacks (its own entry of one wins), an
     ``AtomicCheckpointHook`` for its ``CheckpointHook`` (options kept), and a train loader that
     resumes at the sampler; the type names added or swapped in."""
     hooks = list(cfg.get("custom_hooks") or [])
-    present = [cls for cls in map(_hook_class, hooks) if isinstance(cls, type)]
+    kinds = [h.get("type") if isinstance(h, dict) else h for h in hooks]
+    have = [k if isinstance(k, str) else getattr(k, "__name__", type(k).__name__) for k in kinds]
     guards = ("PreemptionHook", "NonFiniteLossHook", "RandomStateHook")
-    added = [f"mmseg.{g}" for g in guards if not any(issubclass(c, HOOKS.get(g)) for c in present)]
+    added = [f"mmseg.{g}" for g in guards if not any(name.endswith(g) for name in have)]
     cfg.custom_hooks = hooks + [dict(type=name) for name in added]
-    checkpoint = (cfg.get("default_hooks") or {}).get("checkpoint")
-    if isinstance(checkpoint, dict) and _hook_class(checkpoint) is CheckpointHook:
+    checkpoint = (cfg.get("default_hooks") or {}).get("checkpoint") or {}
+    if str(checkpoint.get("type")).split(".")[-1] == "CheckpointHook":
         checkpoint["type"] = "mmseg.AtomicCheckpointHook"
         added.append(checkpoint["type"])
     loader = cfg.get("train_dataloader") or {}
-    sampler = loader.get("sampler")
-    kinds = ("InfiniteSampler", "mmengine.InfiniteSampler", InfiniteSampler)
-    if isinstance(sampler, dict) and sampler.get("type") in kinds:
+    sampler = loader.get("sampler") or {}
+    if str(sampler.get("type")).split(".")[-1] == "InfiniteSampler":
         sampler["type"] = "mmseg.ResumableInfiniteSampler"  # same indices, from any position
         added.append(sampler["type"])
         collate = loader.get("collate_fn", dict(type="pseudo_collate"))
