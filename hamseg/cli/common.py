@@ -21,7 +21,6 @@ from hamseg.engine.preemption import ignore_signals_until_exit
 from hamseg.engine.stop import leave_process_group, report_exit
 from hamseg.utils.errors import CorruptCheckpointError, UnsafeCheckpointError, UsageError, one_line
 
-#: ``--launcher`` choices, as in mmseg's tools.
 LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
 _OMPI = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK")
 #: Per launcher: the variables its starter sets, and the starter.
@@ -29,8 +28,7 @@ _LAUNCH = {
     "mpi": ((*_OMPI, "MASTER_ADDR"), "OpenMPI's mpirun -x MASTER_ADDR=HOST"),
     "slurm": (("SLURM_PROCID", "SLURM_NTASKS", "SLURM_NODELIST"), "srun (tools/slurm_train.sh)"),
 }
-#: hamseg's notices of this run, repeated by :func:`log_notices` after mmengine's config dump.
-NOTICES: list[str] = []
+NOTICES: list[str] = []  # this run's, repeated by log_notices after mmengine's config dump
 
 
 class CLIError(UsageError):
@@ -59,9 +57,8 @@ def build_config(
     launcher: str = "none",
     local_rank: int = 0,
 ) -> Config:
-    """A config as mmseg's tools load it (also ``hamseg::``/``mmseg::`` names), ``--cfg-options``
-    merged (:func:`hamseg.cli.options.merge_cfg_options`), ``work_dir`` set (default
-    ``./work_dirs/<config name>``), the launcher's environment checked, a CPU group set up."""
+    """A config as mmseg's tools load it (also ``PACKAGE::`` names) with ``--cfg-options``
+    (:mod:`.options`), the launcher's environment checked and a CPU group set up."""
     from .options import merge_cfg_options
 
     path = config_file(config)
@@ -89,9 +86,8 @@ def build_config(
 
 
 def add_guard_hooks(cfg: Config) -> list[str]:
-    """Give a training config the guards it lacks (its own entry of one wins), an
-    ``AtomicCheckpointHook`` for its ``CheckpointHook`` (options kept), and a train loader that
-    resumes at the sampler; the type names added or swapped in."""
+    """Add the guards a training config lacks, an atomic ``CheckpointHook`` (options kept) and a
+    train loader that resumes at the sampler; the type names added or swapped in."""
     hooks = list(cfg.get("custom_hooks") or [])
     kinds = [h.get("type") if isinstance(h, dict) else h for h in hooks]
     have = [k if isinstance(k, str) else getattr(k, "__name__", type(k).__name__) for k in kinds]
@@ -117,20 +113,16 @@ def add_guard_hooks(cfg: Config) -> list[str]:
 def enable_amp(cfg: Config, dtype: str | None = None) -> None:
     """mmseg's ``--amp``: fp16 ``AmpOptimWrapper`` with dynamic loss scaling on a GPU, bfloat16
     ``CPUAmpOptimWrapper`` without one; ``dtype='bfloat16'`` on a GPU: no loss scaler."""
-    wrapper = cfg.optim_wrapper
-    kind = wrapper.get("type", "OptimWrapper")
+    kind, cuda = cfg.optim_wrapper.get("type", "OptimWrapper"), torch.cuda.is_available()
     if kind in ("AmpOptimWrapper", "CPUAmpOptimWrapper"):
         print_log("AMP training is already enabled in your config.", "current", logging.WARNING)
-    elif kind != "OptimWrapper":
+        return
+    if kind != "OptimWrapper":
         raise CLIError(f"--amp needs optim_wrapper type OptimWrapper, got {kind}")
-    elif torch.cuda.is_available() and dtype == "bfloat16":
-        wrapper.update(type="AmpOptimWrapper", dtype=dtype, loss_scale=dict(enabled=False))
-    elif torch.cuda.is_available():
-        wrapper.update(type="AmpOptimWrapper", loss_scale="dynamic")
-    elif dtype == "float16":
-        wrapper.update(type="CPUAmpOptimWrapper", dtype=dtype, loss_scale="dynamic")
-    else:
-        wrapper.update(type="CPUAmpOptimWrapper", dtype="bfloat16")
+    dtype = dtype or ("float16" if cuda else "bfloat16")
+    scale = "dynamic" if dtype == "float16" else dict(enabled=False)
+    kind = "AmpOptimWrapper" if cuda else "CPUAmpOptimWrapper"
+    cfg.optim_wrapper.update(type=kind, dtype=dtype, loss_scale=scale)
 
 
 def run_cli(main: Callable[[], None]) -> None:

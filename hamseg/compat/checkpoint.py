@@ -1,9 +1,8 @@
 """mmengine 0.10.7 checkpoints under torch >= 2.6's ``weights_only`` loads (mmengine#1655):
-mmengine's types allow-listed, ``HistoryBuffer``'s pickle trimmed of ``getattr``, and a refused or
+mmengine's types allow-listed, ``HistoryBuffer``'s pickle trimmed of ``getattr``, a refused or
 broken file named in one line; nothing where mmengine's loader sets ``weights_only`` itself."""
 
 import contextlib
-import functools
 import inspect
 import io
 import os
@@ -40,37 +39,29 @@ def is_complete_checkpoint(path: str) -> bool:
         return False
 
 
-def _safe(load: Any) -> Any:
-    """``CheckpointLoader.load_checkpoint`` whose failures name the file in one line."""
-
-    @functools.wraps(load)
-    def load_checkpoint(
-        cls: type, filename: str, map_location: Any = None, logger: Any = "current"
-    ):
-        broken = os.path.isfile(filename) and not is_complete_checkpoint(filename)
-        try:
-            return load(cls, filename, map_location, logger)
-        except Exception as err:
-            refused = isinstance(err, pickle.UnpicklingError)
-            if refused and "Weights only load failed" in str(err) and not broken:
-                names = ["objects torch does not allow"]
-                with contextlib.suppress(Exception):  # reads data.pkl's opcodes: runs nothing
-                    names = sorted(torch.serialization.get_unsafe_globals_in_checkpoint(filename))
-                raise UnsafeCheckpointError(
-                    f"Refused to load checkpoint {filename!r}: it holds pickled objects that are "
-                    f"not weights ({', '.join(names)}); nothing in it was executed. Only if you "
-                    "trust its source, re-save its tensors alone (torch.save({'state_dict': "
-                    "state_dict}, 'clean.pth') in a separate session) and load that file."
-                ) from None
-            if not (refused or broken):
-                raise
-            raise CorruptCheckpointError(
-                f"Checkpoint {filename!r} is truncated or not a torch checkpoint (an interrupted "
-                f"write or copy?); use another one. Reader error: {type(err).__name__}: {err}"
-            ) from err
-
-    load_checkpoint._hamseg_safe = True  # type: ignore[attr-defined]
-    return classmethod(load_checkpoint)
+def _load_checkpoint(cls: type, filename: str, map_location: Any = None, logger: Any = None):
+    """mmengine's ``CheckpointLoader.load_checkpoint``, its failures one line naming the file."""
+    broken = os.path.isfile(filename) and not is_complete_checkpoint(filename)
+    try:
+        return cls._mmengine_load_checkpoint(filename, map_location, logger or "current")
+    except Exception as err:
+        refused = isinstance(err, pickle.UnpicklingError)
+        if refused and "Weights only load failed" in str(err) and not broken:
+            names = ["objects torch does not allow"]
+            with contextlib.suppress(Exception):  # reads data.pkl's opcodes: runs nothing
+                names = sorted(torch.serialization.get_unsafe_globals_in_checkpoint(filename))
+            raise UnsafeCheckpointError(
+                f"Refused to load checkpoint {filename!r}: it holds pickled objects that are not "
+                f"weights ({', '.join(names)}); nothing in it was executed. Only if you trust its "
+                "source, re-save its tensors alone (torch.save({'state_dict': state_dict}, "
+                "'clean.pth') in a separate session) and load that file."
+            ) from None
+        if not (refused or broken):
+            raise
+        raise CorruptCheckpointError(
+            f"Checkpoint {filename!r} is truncated or not a torch checkpoint (an interrupted "
+            f"write or copy?); use another one. Reader error: {type(err).__name__}: {err}"
+        ) from err
 
 
 def load_checkpoint_file(filename: str, map_location: Any = "cpu") -> Any:
@@ -106,11 +97,10 @@ def install() -> bool:
     if UPSTREAM_PICKLES_GETATTR:
         HistoryBuffer.__getstate__ = _history_buffer_state
     torch.serialization.add_safe_globals(MMENGINE_CHECKPOINT_TYPES)
-    load = CheckpointLoader.__dict__["load_checkpoint"].__func__
-    if not getattr(load, "_hamseg_safe", False):
-        CheckpointLoader.load_checkpoint = _safe(load)
+    if not hasattr(CheckpointLoader, "_mmengine_load_checkpoint"):
+        CheckpointLoader._mmengine_load_checkpoint = CheckpointLoader.load_checkpoint
+        CheckpointLoader.load_checkpoint = classmethod(_load_checkpoint)
     return True
 
 
-#: Whether the adaptation is applied, set on import.
 INSTALLED: bool = install()

@@ -1,9 +1,6 @@
-"""mmcv-lite: pure-PyTorch ``mmcv.ops.point_sample`` and ``sigmoid_focal_loss``.
-
-mmseg 1.2.2 imports both from ``mmcv.ops`` unguarded (open-mmlab/mmsegmentation#871) and mmcv-lite
-has no compiled ``mmcv._ext``: only then :func:`install` puts a stand-in ``mmcv.ops`` in place,
-whose other names raise the ``ModuleNotFoundError`` mmseg's guarded imports expect.
-"""
+"""mmcv-lite: pure-PyTorch ``mmcv.ops.point_sample`` and ``sigmoid_focal_loss``, which mmseg 1.2.2
+imports unguarded (open-mmlab/mmsegmentation#871), where no compiled ``mmcv._ext`` exists; any
+other op raises the ``ModuleNotFoundError`` mmseg's guarded imports expect."""
 
 import importlib.util
 import sys
@@ -43,8 +40,8 @@ def sigmoid_focal_loss(
     weight: Tensor | None = None,
     reduction: str = "mean",
 ) -> Tensor:
-    """mmcv's compiled focal loss (Lin et al. 2017, Eq. 5) on logits (N, C) and int64 targets
-    (N,) in [0, C] (C: background); 'mean' divides by N, as mmcv does."""
+    """mmcv's focal loss (Lin et al. 2017, Eq. 5) on logits (N, C) and int64 targets (N,) in
+    [0, C] (C: background); 'mean' divides by N, as mmcv does."""
     positive = F.one_hot(target, input.size(1) + 1)[:, :-1].to(input.dtype)  # (N, C)
     p, tiny = input.sigmoid(), torch.finfo(input.dtype).tiny
     pos_term = (1 - p).pow(gamma) * p.clamp_min(tiny).log()
@@ -58,8 +55,6 @@ def sigmoid_focal_loss(
 
 
 class _LiteOps(types.ModuleType):
-    """``mmcv.ops`` for mmcv-lite: two PyTorch ops, a clear error for every other name."""
-
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
@@ -71,7 +66,6 @@ class _LiteOps(types.ModuleType):
 
 
 def compiled_mmcv_available() -> bool:
-    """True when mmcv's compiled extension ``mmcv._ext`` is importable."""
     return importlib.util.find_spec("mmcv._ext") is not None
 
 
@@ -83,11 +77,9 @@ def install() -> bool:
         return False
     ops = _LiteOps("mmcv.ops", "hamseg's pure-PyTorch mmcv.ops for mmcv-lite")
     ops.point_sample, ops.sigmoid_focal_loss = point_sample, sigmoid_focal_loss
-    ops.__all__ = ["point_sample", "sigmoid_focal_loss"]
     sys.modules["mmcv.ops"] = mmcv.ops = ops
     warnings.filterwarnings("ignore", message="Fail to import ``MultiScaleDeformableAttention``")
     return True
 
 
-#: Whether the stand-in is in use (mmcv-lite), set on import.
-REPLACED: bool = install()
+REPLACED: bool = install()  # mmcv-lite

@@ -1,10 +1,7 @@
-"""Config names across packages: ``mmseg::`` without ``pkg_resources``, and ``hamseg::``.
-
-mmengine 0.10.7 finds ``mmseg::`` bases through ``pkg_resources``, gone in setuptools 81
-(pypa/setuptools#5007): :func:`install` puts ``importlib`` lookups in place of mmengine's two
-where it is missing. :func:`register_hamseg` resolves ``hamseg::`` to this package's
-``.mim/configs`` (a checkout's too), read without a scope as a relative base is, by wrapping
-mmengine's private ``Config._get_cfg_path`` and ``Config.fromfile`` (pinned by a canary)."""
+"""Config names across packages: ``mmseg::`` without ``pkg_resources`` (gone in setuptools 81,
+pypa/setuptools#5007: :func:`install` puts ``importlib`` lookups in place of mmengine 0.10.7's
+two), and ``hamseg::`` for this package's ``.mim/configs``, read without a scope as a relative
+base is (wrapping mmengine's private ``Config._get_cfg_path`` and ``Config.fromfile``)."""
 
 import importlib.util
 import os.path as osp
@@ -18,10 +15,8 @@ from mmengine.config.utils import PKG2PROJECT
 
 from hamseg.utils.errors import require_file
 
-#: The folder of the imported hamseg package (a checkout's or an installed copy).
 PACKAGE_DIR = osp.dirname(osp.dirname(osp.abspath(__file__)))
-#: The mmengine modules that hold their own reference to the two lookups.
-_LOOKUP_MODULES = (package_utils, mmengine.utils, config_module, hub_module)
+_LOOKUP_MODULES = (package_utils, mmengine.utils, config_module, hub_module)  # each holds both
 
 
 def get_installed_path(package: str) -> str:
@@ -34,7 +29,6 @@ def get_installed_path(package: str) -> str:
 
 
 def is_installed(package: str) -> bool:
-    """Whether :func:`get_installed_path` finds ``package``."""
     try:
         return bool(get_installed_path(package))
     except ModuleNotFoundError:
@@ -53,14 +47,8 @@ def install() -> bool:
     return True
 
 
-def hamseg_config_path(name: str) -> str:
-    """Path of a packaged config, ``name`` relative to ``configs/`` (``hamseg::`` may lead)."""
-    name = name.removeprefix("hamseg::")
-    return require_file(osp.join(PACKAGE_DIR, ".mim", "configs", name), f"hamseg config {name!r}")
-
-
 def register_hamseg() -> None:
-    """Make ``hamseg::`` config names work in mmengine (see the module docstring); once."""
+    """Make ``hamseg::`` config names work in mmengine; once."""
     if "hamseg" in PKG2PROJECT:
         return
     PKG2PROJECT["hamseg"] = "hamseg"  # MODULE2PACKAGE is the same dict
@@ -75,27 +63,22 @@ def register_hamseg() -> None:
 
     def _fromfile(filename, *args, **kwargs):  # noqa: ANN001, ANN202 (mmengine's signature)
         if isinstance(filename, str) and filename.startswith("hamseg::"):
-            filename = hamseg_config_path(filename)
+            filename = _get_cfg_path(filename, "")[0]
         return fromfile(filename, *args, **kwargs)
 
     Config._get_cfg_path, Config.fromfile = staticmethod(_get_cfg_path), staticmethod(_fromfile)
 
 
 def config_file(config: str) -> str:
-    """Path of a config argument: a file, or ``PACKAGE::DIR/FILE.py`` (a file of that name in
-    the current folder wins); else FileNotFoundError."""
+    """Path of a config argument: a file, else ``PACKAGE::DIR/FILE.py``; else FileNotFoundError."""
     if osp.isfile(config) or "::" not in config:
         return require_file(config, "config file")
-    package = config.partition("::")[0]
     try:
-        if package == "hamseg":
-            return hamseg_config_path(config)
         return require_file(Config._get_cfg_path(config, "")[0], "config file")
     except (FileNotFoundError, ImportError, ValueError, AssertionError):  # mmengine's checks
         where = "hamseg::DIR/FILE.py, mmseg::DIR/FILE.py: a file under their configs/"
         raise FileNotFoundError(f"config file not found: {config} ({where})") from None
 
 
-#: Whether mmengine's lookups were replaced (no pkg_resources), set on import.
-REPLACED: bool = install()
+REPLACED: bool = install()  # no pkg_resources
 register_hamseg()
