@@ -1,5 +1,5 @@
-"""``--cfg-options``: every key checked against the config, top-level variables that act as if
-edited in the file, ``data_root=`` and ``max_iters=`` moving what used them (docs/usage.md)."""
+"""``--cfg-options``: every key checked against the config, top-level variables set as if edited
+in the file, ``data_root=`` and ``max_iters=`` moving what used them (docs/usage.md)."""
 
 import ast
 import difflib
@@ -18,8 +18,7 @@ from hamseg.utils.errors import UsageError
 
 from .common import notice
 
-#: Keys hamseg's own rules read whether or not the config defines them.
-OWN_RULES = ("data_root", "max_iters")
+OWN_RULES = ("data_root", "max_iters")  # hamseg's rules read them, defined or not
 #: Keys read beyond the signature of what is built there: by mmengine's Runner at the top level,
 #: by mmseg's EncoderDecoder from its ``test_cfg`` (slide inference).
 KNOWN = {
@@ -32,12 +31,11 @@ _DEFAULT_TYPES["optim_wrapper"] = "OptimWrapper"
 
 
 def accepted_keys(kind: Any) -> set[str] | None:
-    """The keyword arguments of what a ``type`` names in mmseg's registries (or a class), its
-    ``**kwargs`` followed into its base classes; None where that cannot be told; no type: none."""
+    """The keyword arguments of a class or a ``type`` of mmseg's registries, ``**kwargs``
+    followed into its base classes; None where that cannot be told; no type: none."""
     target = kind
     for name in registry.__all__ if isinstance(kind, str) else ():
-        target = getattr(registry, name).get(kind)
-        if target is not None:
+        if (target := getattr(registry, name).get(kind)) is not None:
             break
     if target is None:
         return None if kind is not None else set()
@@ -57,9 +55,8 @@ def accepted_keys(kind: Any) -> set[str] | None:
 
 
 def check_key(cfg: Config, key: str) -> None:
-    """Refuse (one line naming the nearest key) a ``--cfg-options`` key that the config does not
-    define and that the class built at its place (the top level: mmengine's Runner) does not
-    take."""
+    """Refuse in one line, naming the nearest key, a key that the config does not define and
+    that what is built at its place (the top level: mmengine's Runner) does not take."""
     node: Any = cfg
     parts = key.split(".")
     for i, part in enumerate(parts):
@@ -90,58 +87,54 @@ def check_key(cfg: Config, key: str) -> None:
 
 
 def _assign(source: str, values: dict[str, Any], filename: str) -> tuple[str, set[str]]:
-    """``source`` with the right-hand side of each top-level ``NAME = ...`` (or ``A, B = X, Y``)
-    of a variable of ``values`` replaced by its literal; the variables it assigned. Another
-    binding of one of them (chained, augmented, unpacked, in a block, imported) is refused."""
+    """``source`` with each top-level ``NAME = ...`` (also ``A, B = X, Y``) of a variable of
+    ``values`` given its literal; the names given. Another binding of one is refused."""
     try:
         tree = ast.parse(source)
     except SyntaxError:  # mmengine's {{$ENV:...}} placeholders are not Python
         return source, set()
-    edits: dict[int, tuple[ast.expr, str]] = {}  # id(target) -> (value, name)
-    for statement in tree.body:
-        pairs = []
-        if isinstance(statement, ast.AnnAssign) and statement.value is not None:
-            pairs = [(statement.target, statement.value)]
-        elif isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-            target, value = statement.targets[0], statement.value
-            pairs = [(target, value)]
-            if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
-                same = len(target.elts) == len(value.elts)
-                pairs = list(zip(target.elts, value.elts)) if same else []
-        edits |= {id(t): (v, t.id) for t, v in pairs if isinstance(t, ast.Name) and t.id in values}
+
+    def literal(name: str) -> ast.expr:
+        value = values[name]
+        text = repr(value.to_dict() if isinstance(value, ConfigDict) else value)
+        try:
+            node = ast.parse(text, mode="eval").body
+            ast.literal_eval(node)
+        except (ValueError, SyntaxError):
+            raise UsageError(f"--cfg-options {name}: {text} is not a config value") from None
+        return node
+
+    given: dict[int, str] = {}  # id(target) -> name
+    for st in tree.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1:
+            target = st.targets[0]
+        elif isinstance(st, ast.AnnAssign) and st.value is not None:
+            target = st.target
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id in values:
+            st.value, given[id(target)] = literal(target.id), target.id
+        elif isinstance(target, ast.Tuple) and isinstance(st.value, ast.Tuple):
+            for i, name in enumerate(target.elts if len(target.elts) == len(st.value.elts) else []):
+                if isinstance(name, ast.Name) and name.id in values:
+                    st.value.elts[i], given[id(name)] = literal(name.id), name.id
     for node in ast.walk(tree):
         name = node.asname or node.name if isinstance(node, ast.alias) else None
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             name = node.id
-        if name in values and id(node) not in edits:
+        if name in values and id(node) not in given:
             raise UsageError(
                 f"--cfg-options {name}=...: {filename} line {node.lineno} sets {name} in a form "
                 "the command line cannot replace (only NAME = VALUE and A, B = X, Y at the top "
                 "level); edit that line instead"
             )
-    data = source.encode("utf-8")
-    starts = [0]
-    for line in data.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
-    for node, name in sorted(edits.values(), key=lambda e: (e[0].lineno, e[0].col_offset))[::-1]:
-        value = values[name]
-        text = repr(value.to_dict() if isinstance(value, ConfigDict) else value)
-        try:
-            ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            raise UsageError(
-                f"--cfg-options {name}: {text} is not a value a config can hold"
-            ) from None
-        begin = starts[node.lineno - 1] + node.col_offset  # col_offset: UTF-8 bytes
-        end = starts[node.end_lineno - 1] + node.end_col_offset
-        data = data[:begin] + f"({text})".encode() + data[end:]
-    return data.decode("utf-8"), {name for _, name in edits.values()}
+    return ast.unparse(tree), set(given.values())
 
 
 def apply_config_variables(cfg: Config, options: dict) -> list[str]:
     """Set the config's top-level variables among ``options`` as if edited in every file of its
     chain (wrapping mmengine's private ``Config._substitute_predefined_vars``, pinned by a
-    canary), so that the top-level keys computed from them follow; the keys that followed."""
+    canary): the top-level keys computed from them follow. The keys that followed."""
     values = {k: v for k, v in options.items() if k in cfg and k not in OWN_RULES}
     values = {k: v for k, v in values.items() if "." not in k and not isinstance(cfg[k], dict)}
     if not values or not cfg.filename:
@@ -169,19 +162,17 @@ def apply_config_variables(cfg: Config, options: dict) -> list[str]:
     changed = [key for key in edited if key not in cfg or edited[key] != cfg[key]]
     for key in changed:
         cfg[key] = edited[key]
-    followed = [key for key in changed if key not in values]
-    if followed:
+    if followed := [key for key in changed if key not in values]:
         names = ", ".join(sorted(assigned))
         notice(f"--cfg-options {names}: as if edited in the config; {', '.join(followed)} followed")
     return followed
 
 
 def merge_cfg_options(cfg: Config, options: dict) -> dict:
-    """``--cfg-options`` as hamseg's tools read them: every key checked (:func:`check_key`; a
-    leading ``+`` adds a new key), the config's variables set as if edited, then mmengine's
-    merge; ``data_root=PATH`` also moves every dataset that had the variable's old value, and
-    ``max_iters=N`` the loop's length and interval, the checkpoint interval and the ends of the
-    ``by_epoch=False`` schedulers that had the old length. The options as merged."""
+    """``--cfg-options`` as hamseg's tools read them: each key checked (a leading ``+`` adds a
+    new one), the config's variables set as if edited, mmengine's merge; ``data_root=PATH`` also
+    moves every dataset that had the variable's value, ``max_iters=N`` the loop, the validation
+    and checkpoint intervals and ``by_epoch=False`` schedulers' ends that had the old length."""
     for key in options:
         if not key.startswith("+") and key not in OWN_RULES:
             check_key(cfg, key)
