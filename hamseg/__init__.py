@@ -1,9 +1,5 @@
-"""hamseg: the Hamburger global-context module (ICLR 2021) as an mmsegmentation 1.x plugin.
-
-``import hamseg`` adapts the installed stack (:mod:`hamseg.compat`), then registers hamseg's
-modules into mmseg's registries (scope 'hamseg': :mod:`hamseg.registry`). On mmcv-lite it must
-come before ``import mmseg.models``.
-"""
+"""hamseg: the Hamburger (ICLR 2021) as an mmsegmentation 1.x plugin. ``import hamseg`` adapts the
+stack (:mod:`hamseg.compat`; before ``import mmseg.models``) and registers hamseg's modules."""
 
 from . import compat  # noqa: I001  (must run before anything imports mmseg)
 from . import datasets, engine, evaluation, models, registry

@@ -23,11 +23,8 @@ from hamseg.utils.errors import CorruptCheckpointError, UnsafeCheckpointError, U
 
 LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
 _OMPI = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK")
-#: Per launcher: the variables its starter sets, and the starter.
-_LAUNCH = {
-    "mpi": ((*_OMPI, "MASTER_ADDR"), "OpenMPI's mpirun -x MASTER_ADDR=HOST"),
-    "slurm": (("SLURM_PROCID", "SLURM_NTASKS", "SLURM_NODELIST"), "srun (tools/slurm_train.sh)"),
-}
+_STARTERS = {"mpi": "mpirun -x MASTER_ADDR=HOST", "slurm": "srun (tools/slurm_train.sh)"}
+_SLURM = ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_NODELIST")
 NOTICES: list[str] = []  # this run's, repeated by log_notices after mmengine's config dump
 
 
@@ -70,10 +67,10 @@ def build_config(
         cfg.work_dir = work_dir
     elif cfg.get("work_dir") is None:
         cfg.work_dir = osp.join("./work_dirs", osp.splitext(osp.basename(path))[0])
-    names, starter = _LAUNCH.get(launcher, ((), ""))
-    missing = [name for name in names if name not in os.environ]
-    if missing:
-        raise CLIError(f"--launcher {launcher}: {', '.join(missing)} not set; start with {starter}")
+    names = {"mpi": (*_OMPI, "MASTER_ADDR"), "slurm": _SLURM}.get(launcher, ())
+    if missing := [name for name in names if name not in os.environ]:
+        how = f"start with {_STARTERS[launcher]}"
+        raise CLIError(f"--launcher {launcher}: {', '.join(missing)} not set; {how}")
     if launcher == "mpi":  # torch's rendezvous variables from OpenMPI's
         for name, value in zip(("RANK", "WORLD_SIZE", "LOCAL_RANK"), _OMPI):
             os.environ.setdefault(name, os.environ[value])

@@ -11,7 +11,6 @@ import time
 from collections.abc import Iterator, Sequence
 
 from mmengine.config import Config
-from mmengine.dist import get_world_size, is_distributed
 
 from hamseg.datasets.checks import data_cfg_options, sample_error, validate_splits
 from hamseg.datasets.loading import InvalidSampleError
@@ -22,7 +21,7 @@ from .common import CLIError, notice
 
 def validate_command(config: str, argv: Sequence[str] | None = None) -> str:
     """tools/validate_dataset.py on ``config`` with the ``--cfg-options`` of ``argv`` (default:
-    this command line) that change the data: the command that lists every bad sample."""
+    this command line) that change the data."""
     found, inside = [], False
     for arg in sys.argv[1:] if argv is None else argv:
         if arg == "--cfg-options" or arg.startswith("--cfg-options="):
@@ -73,8 +72,7 @@ def schedule_ends(cfg: Config) -> tuple[int | None, list[int]]:
 
 
 def check_schedule(cfg: Config) -> str | None:
-    """One warning line when the last ``by_epoch=False`` scheduler ends off
-    ``train_cfg.max_iters`` (trained as written, as mmseg does); the line or None."""
+    """A warning line if the last scheduler ends off ``train_cfg.max_iters`` (mmseg trains it)."""
     max_iters, ends = schedule_ends(cfg)
     if max_iters is None or not ends or ends[-1] == max_iters:
         return None
@@ -83,18 +81,15 @@ def check_schedule(cfg: Config) -> str | None:
 
 
 def launch_world_size(launcher: str) -> int:
-    """The number of training processes: the group's size, else the launcher's environment."""
-    if is_distributed():
-        return get_world_size()
+    """The number of training processes, as the launcher's environment says."""
     if launcher == "none":
         return 1
     return int(os.environ.get("SLURM_NTASKS" if launcher == "slurm" else "WORLD_SIZE", 1))
 
 
 def check_total_batch(cfg: Config, world_size: int, scale: bool = False) -> None:
-    """Refuse (one line) a total batch (``world_size`` x ``train_dataloader.batch_size``) other
-    than the recipe's ``auto_scale_lr.base_batch_size``, unless ``scale`` (``--auto-scale-lr``)
-    or the config enables mmengine's lr scaling (lr x total / base); no base batch: no check."""
+    """Refuse in one line a total batch other than the recipe's ``auto_scale_lr.base_batch_size``
+    unless ``scale`` (``--auto-scale-lr``) or the config enables mmengine's lr x total / base."""
     auto = dict(cfg.get("auto_scale_lr") or {})
     base = auto.get("base_batch_size")
     if scale and base is None:

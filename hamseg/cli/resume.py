@@ -4,6 +4,7 @@ command line resumes it, without one the work dir's latest checkpoint; a config 
 ``load_from`` is a fine-tuning start: a bare ``--resume`` takes the work dir's latest COMPLETE
 checkpoint, or starts a new run from those weights when there is none."""
 
+import logging
 import os
 import os.path as osp
 from typing import Any
@@ -75,21 +76,17 @@ def finished_run(cfg: Config, target: str | None) -> str | None:
 
 
 def check_resumed_schedule(cfg: Config, target: str | None, extend: bool = False) -> None:
-    """Refuse to resume ``target`` with other scheduler ends than it was trained with: mmengine
-    restores the schedulers from the checkpoint and the loop's length from the config, so a
-    longer run would go on at the final lr. ``extend``: rebuild this config's schedulers at the
-    checkpoint's iteration (``ExtendScheduleHook``)."""
+    """Resuming ``target`` with other scheduler ends than it was trained with: mmengine restores
+    the checkpoint's schedulers (as mmseg does) and says so in a warning line; ``extend``: this
+    config's schedulers rebuilt at the checkpoint's iteration (``ExtendScheduleHook``)."""
     trained = [s["end"] for s in _load(target).get("param_schedulers") or [] if "end" in s]
     max_iters, ends = schedule_ends(cfg)
-    if not trained or trained == ends:
-        return
     if extend:
         cfg.custom_hooks = [*(cfg.get("custom_hooks") or []), dict(type="mmseg.ExtendScheduleHook")]
-        return
-    raise CLIError(
-        f"--resume {target}: it was trained with schedulers ending at {trained}, this config's "
-        f"end at {ends} (max_iters={max_iters}), and resuming keeps the checkpoint's: resume it "
-        f"with --cfg-options max_iters={trained[-1]}, or train longer with --extend-schedule "
-        "(this config's schedulers, rebuilt at the checkpoint's iteration) or from its weights "
-        f"in a new run (--cfg-options load_from={target}, without --resume)"
-    )
+    elif trained and trained != ends:
+        notice(
+            f"--resume {target}: its schedulers end at {trained}, this config's at {ends} "
+            f"(max_iters={max_iters}); resumed with the checkpoint's (mmengine), or rebuild this "
+            "config's with --extend-schedule",
+            logging.WARNING,
+        )
