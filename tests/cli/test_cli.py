@@ -1,8 +1,6 @@
 """What every tool shares (hamseg.cli.common): config names and launchers as mmseg's tools read
 them, one line and exit 2 for a user's error, the guard hooks, hamseg's notices."""
 
-from __future__ import annotations
-
 import os
 import os.path as osp
 
@@ -11,7 +9,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from hamseg.cli import CLIError, add_guard_hooks, build_config, run_cli
+from hamseg.cli import add_guard_hooks, build_config, run_cli
 from hamseg.cli.common import log_notices, notice
 from hamseg.cli.preflight import naming_validate_dataset
 from hamseg.compat.package_lookup import PACKAGE_DIR
@@ -128,9 +126,3 @@ def test_an_aborting_ctrl_c_is_one_line_and_exit_130(capsys):
         run_cli(interrupted)
     assert exit_.value.code == 130
     assert capsys.readouterr().err.count("\n") == 1
-
-
-def test_bad_launcher_settings_are_clierrors(monkeypatch):
-    monkeypatch.delenv("OMPI_COMM_WORLD_RANK", raising=False)
-    with pytest.raises(CLIError, match="mpirun"):
-        build_config(TINY_FCN, launcher="mpi")

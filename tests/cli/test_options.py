@@ -2,8 +2,6 @@
 builds (a leading + adds a new key), top-level variables set as if edited in the file,
 data_root= and max_iters= moving what used them, the schedule warning."""
 
-from __future__ import annotations
-
 import os.path as osp
 
 import pytest

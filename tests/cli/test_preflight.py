@@ -1,8 +1,6 @@
 """What tools/train.py checks before iteration 1 (hamseg.cli.preflight): every sample of the splits
 the run reads, and the total batch the recipe is for."""
 
-from __future__ import annotations
-
 import os
 import os.path as osp
 import shlex

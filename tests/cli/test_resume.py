@@ -1,8 +1,6 @@
 """--resume: mmseg 1.2.2's flag and meaning (compared with mmseg's own tools/train.py), and
 hamseg's safety where mmseg has none (a config file's own load_from is a fine-tuning start)."""
 
-from __future__ import annotations
-
 import os
 import os.path as osp
 import shutil
@@ -40,6 +38,8 @@ def test_resume_with_load_from_on_the_command_line_resumes_it_as_mmseg(tmp_path)
     cfg = config(str(tmp_path / "work"), load_from=path)
     assert apply_resume(cfg, True, {"load_from": path}) == path
     assert cfg.resume is True and cfg.load_from == path and cfg.randomness.seed == 5
+    cfg = config(str(tmp_path), resume=True)  # without the flag: mmseg's cfg.resume = args.resume
+    assert apply_resume(cfg, False) is None and cfg.resume is False
 
 
 def test_a_config_files_load_from_is_a_fine_tuning_start(tmp_path):
@@ -56,11 +56,6 @@ def test_a_config_files_load_from_is_a_fine_tuning_start(tmp_path):
     cfg = config(str(work), load_from=pretrained)
     assert apply_resume(cfg, True) == latest
     assert cfg.resume is True and cfg.load_from == latest and cfg.randomness.seed == 11
-
-
-def test_without_the_flag_nothing_resumes_as_in_mmseg(tmp_path):
-    cfg = config(str(tmp_path), resume=True)  # mmseg's train.py: cfg.resume = args.resume
-    assert apply_resume(cfg, False) is None and cfg.resume is False
 
 
 def test_missing_checkpoints_are_one_line_errors(tmp_path):

@@ -1,8 +1,6 @@
 """Config names across packages: ``_base_ = 'mmseg::...'`` with and without pkg_resources, and
 hamseg's packaged configs by ``hamseg::`` name (hamseg.compat.package_lookup)."""
 
-from __future__ import annotations
-
 import os.path as osp
 import subprocess
 import sys
