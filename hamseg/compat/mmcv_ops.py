@@ -7,7 +7,6 @@ import sys
 import types
 import warnings
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor
 
@@ -40,15 +39,14 @@ def sigmoid_focal_loss(
     weight: Tensor | None = None,
     reduction: str = "mean",
 ) -> Tensor:
-    """mmcv's focal loss (Lin et al. 2017, Eq. 5) on logits (N, C) and int64 targets (N,) in
-    [0, C] (C: background); 'mean' divides by N, as mmcv does."""
+    """mmcv's compiled focal loss (Lin et al. 2017, Eq. 5) through mmseg's PyTorch one: logits
+    (N, C), int64 targets (N,) in [0, C] (C: background), class ``weight`` (C,); 'mean' / N."""
+    from mmseg.models.losses.focal_loss import py_sigmoid_focal_loss
+
     positive = F.one_hot(target, input.size(1) + 1)[:, :-1].to(input.dtype)  # (N, C)
-    p, tiny = input.sigmoid(), torch.finfo(input.dtype).tiny
-    pos_term = (1 - p).pow(gamma) * p.clamp_min(tiny).log()
-    neg_term = p.pow(gamma) * (1 - p).clamp_min(tiny).log()
-    loss = -alpha * positive * pos_term - (1 - alpha) * (1 - positive) * neg_term
+    loss = py_sigmoid_focal_loss(input, positive, gamma=gamma, alpha=alpha, reduction="none")
     if weight is not None:
-        loss = loss * weight[target].unsqueeze(1)  # weight: (C,)
+        loss = loss * weight[target].unsqueeze(1)
     if reduction == "none":
         return loss
     return loss.sum() / (input.size(0) if reduction == "mean" else 1)
