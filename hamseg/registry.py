@@ -1,11 +1,6 @@
-"""hamseg's registry nodes: one child (scope 'hamseg') of each of mmseg's registries.
-
-hamseg registers its classes into mmseg's registries; its nodes find them, mmseg's and mmengine's
-through their parents, so ``hamseg::`` names (mmengine's ``get_model``, ``get_config``),
-``default_scope='hamseg'`` and ``DefaultScope`` behave as for ``mmseg::``. Each node imports
-its parent's locations too (mmengine imports only the asked node's), so a Runner in scope
-'hamseg' finds mmseg's lazily registered classes (e.g. ``SegLocalVisualizer``).
-"""
+"""hamseg's registry nodes: a child (scope 'hamseg') of each of mmseg's registries, so that
+``hamseg::`` names and ``default_scope='hamseg'`` work as ``mmseg::`` ones do. Each node also
+imports its parent's locations (mmengine imports only the asked node's)."""
 
 from mmengine.registry import Registry
 from mmseg import registry as _mmseg

@@ -5,8 +5,6 @@ apis < cli), scripts that are scripts (tools/ imports hamseg and upstream packag
 project, no tools). Every import, at module level and inside functions, is read with ``ast``;
 failures name file:line."""
 
-from __future__ import annotations
-
 import ast
 from pathlib import Path
 

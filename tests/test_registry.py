@@ -2,8 +2,6 @@
 modules, its names shadow none of mmseg's, and its registry nodes (scope 'hamseg') make
 ``hamseg::`` names work in mmengine's hub and DefaultScope as ``mmseg::`` ones do."""
 
-from __future__ import annotations
-
 import subprocess
 import sys
 

@@ -17,7 +17,8 @@ from mmengine.runner import Runner
 
 import hamseg  # noqa: F401  (adapts the stack and registers hamseg before mmseg is used)
 from hamseg.apis.checkpoint import check_checkpoint_file
-from hamseg.cli import LAUNCHERS, CLIError, build_config, log_notices, run_cli
+from hamseg.cli import LAUNCHERS, CLIError, build_config, run_cli
+from hamseg.cli.common import log_notices
 from hamseg.cli.preflight import naming_validate_dataset, scan_data
 from hamseg.datasets.checks import check_dataset_paths
 from hamseg.engine.tta import use_tta

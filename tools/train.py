@@ -5,8 +5,8 @@ the command line, else the work dir's latest checkpoint). hamseg adds: a config 
 ``load_from`` is a fine-tuning start (a bare ``--resume`` starts a new run from it while the work
 dir has no complete checkpoint), guard hooks (a signal checkpoints and exits 75, a non-finite
 loss exits 65, exact resume), ``--cfg-options`` keys checked (``+KEY=VALUE`` adds one), the
-checks before iteration 1 (every sample, the schedule, the recipe's total batch) and
-``--amp`` on CPU. docs/usage.md.
+checks before iteration 1 (every sample, the recipe's total batch) and ``--amp`` on CPU.
+docs/usage.md.
 
     python tools/train.py configs/ham_voc.py [--resume] [--cfg-options load_from=CKPT]
 """
@@ -19,7 +19,8 @@ from mmengine.runner import Runner
 from mmseg.registry import RUNNERS
 
 import hamseg  # noqa: F401  (adapts the stack and registers hamseg before mmseg is used)
-from hamseg.cli import LAUNCHERS, add_guard_hooks, build_config, enable_amp, log_notices, run_cli
+from hamseg.cli import LAUNCHERS, add_guard_hooks, build_config, enable_amp, run_cli
+from hamseg.cli.common import log_notices
 from hamseg.cli.preflight import (
     check_schedule,
     check_total_batch,
@@ -54,20 +55,12 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--skip-data-check", action="store_true", help="no scan of the samples")
     parser.add_argument(
-        "--allow-schedule-mismatch",
-        action="store_true",
-        help="train although --cfg-options end a scheduler off train_cfg.max_iters",
-    )
-    parser.add_argument(
         "--extend-schedule",
         action="store_true",
         help="--resume a checkpoint trained with other scheduler ends: rebuild this config's",
     )
     parser.add_argument(
         "--auto-scale-lr", action="store_true", help="lr x total batch / recipe's batch"
-    )
-    parser.add_argument(
-        "--allow-batch-mismatch", action="store_true", help="another total batch, recipe's lr"
     )
     parser.add_argument("--launcher", choices=LAUNCHERS, default="none", help="job launcher")
     parser.add_argument("--local_rank", "--local-rank", type=int, default=0)
@@ -85,9 +78,8 @@ def main() -> None:
     cfg = build_config(args.config, args.cfg_options, args.work_dir, args.launcher, args.local_rank)
     if args.amp or args.amp_dtype:
         enable_amp(cfg, args.amp_dtype)
-    check_schedule(cfg, args.cfg_options, args.allow_schedule_mismatch)
-    world_size = launch_world_size(args.launcher)
-    check_total_batch(cfg, world_size, args.allow_batch_mismatch, args.auto_scale_lr)
+    check_schedule(cfg)
+    check_total_batch(cfg, launch_world_size(args.launcher), args.auto_scale_lr)
     target = apply_resume(cfg, args.resume, args.cfg_options)
     done = finished_run(cfg, target)
     if done:

@@ -21,8 +21,7 @@ from torch import Tensor, nn
 from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.models import MatrixDecomposition2D
 from hamseg.utils.config import leaf_datasets
-from hamseg.utils.errors import UsageError, require_file
-from hamseg.utils.messages import one_line
+from hamseg.utils.errors import UsageError, one_line, require_file
 from hamseg.version import __version__
 
 from .inference import class_info

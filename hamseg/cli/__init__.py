@@ -2,28 +2,6 @@
 (:mod:`.options`), the checks before iteration 1 (:mod:`.preflight`), ``--resume``
 (:mod:`.resume`)."""
 
-from .common import (
-    LAUNCHERS,
-    CLIError,
-    add_guard_hooks,
-    build_config,
-    enable_amp,
-    log_notices,
-    notice,
-    run_cli,
-    user_message,
-)
-from .options import merge_cfg_options
+from .common import LAUNCHERS, CLIError, add_guard_hooks, build_config, enable_amp, run_cli
 
-__all__ = [
-    "LAUNCHERS",
-    "CLIError",
-    "add_guard_hooks",
-    "build_config",
-    "enable_amp",
-    "log_notices",
-    "merge_cfg_options",
-    "notice",
-    "run_cli",
-    "user_message",
-]
+__all__ = ["LAUNCHERS", "CLIError", "add_guard_hooks", "build_config", "enable_amp", "run_cli"]

@@ -1,22 +1,16 @@
 """What the tools share: the config with its overrides and launcher, ``--amp``, the guard hooks,
 hamseg's notices, and :func:`run_cli`, where a user's error becomes one line and exit code 2."""
 
-from __future__ import annotations
-
 import logging
 import os
 import os.path as osp
 import sys
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from mmengine.config import Config
-from mmengine.dataset import InfiniteSampler
 from mmengine.dist import is_main_process
-from mmengine.hooks import CheckpointHook
 from mmengine.logging import print_log
-from mmseg.registry import HOOKS
 
 from hamseg.compat.package_lookup import config_file
 from hamseg.datasets.checks import ClassCountError
@@ -25,30 +19,13 @@ from hamseg.engine import TrainingStopped, setup_cpu_distributed
 from hamseg.engine.launcher import watch_launcher
 from hamseg.engine.preemption import ignore_signals_until_exit
 from hamseg.engine.stop import leave_process_group, report_exit
-from hamseg.utils.errors import CorruptCheckpointError, UnsafeCheckpointError, UsageError
-from hamseg.utils.messages import one_line
+from hamseg.utils.errors import CorruptCheckpointError, UnsafeCheckpointError, UsageError, one_line
 
-#: ``--launcher`` choices, as in mmseg's tools.
 LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
-#: The guards tools/train.py adds to every training config (hamseg.engine), in this order.
-GUARD_HOOKS = ("PreemptionHook", "NonFiniteLossHook", "RandomStateHook")
 _OMPI = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK")
-#: Per launcher: the variables its starter sets, and how to start the processes (TOOL: the script).
-_LAUNCH = {
-    "mpi": (
-        (*_OMPI, "MASTER_ADDR"),
-        "Start the processes with OpenMPI's mpirun (install OpenMPI, e.g. apt install "
-        "openmpi-bin): mpirun -np N -x MASTER_ADDR=HOST [-x MASTER_PORT=PORT] python TOOL CONFIG "
-        "--launcher mpi",
-    ),
-    "slurm": (
-        ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_NODELIST"),
-        "Start the processes with slurm's srun: srun -p PARTITION -n N python -u TOOL CONFIG "
-        "--launcher slurm (or tools/slurm_train.sh, tools/slurm_test.sh)",
-    ),
-}
-#: hamseg's notices of this run, repeated by :func:`log_notices` after mmengine's config dump.
-NOTICES: list[str] = []
+_STARTERS = {"mpi": "mpirun -x MASTER_ADDR=HOST", "slurm": "srun (tools/slurm_train.sh)"}
+_SLURM = ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_NODELIST")
+NOTICES: list[str] = []  # this run's, repeated by log_notices after mmengine's config dump
 
 
 class CLIError(UsageError):
@@ -77,27 +54,23 @@ def build_config(
     launcher: str = "none",
     local_rank: int = 0,
 ) -> Config:
-    """Load a config as mmseg's tools do (also ``hamseg::``/``mmseg::`` names), merge
-    ``--cfg-options`` (:func:`hamseg.cli.options.merge_cfg_options`), set ``work_dir`` (default
-    ``./work_dirs/<config name>``), check the launcher's environment and set up a CPU group."""
+    """A config as mmseg's tools load it (also ``PACKAGE::`` names) with ``--cfg-options``
+    (:mod:`.options`), the launcher's environment checked and a CPU group set up."""
     from .options import merge_cfg_options
 
     path = config_file(config)
     cfg = Config.fromfile(path)
-    cfg.launcher = launcher
     if cfg_options:
         merge_cfg_options(cfg, cfg_options)
+    cfg.launcher = launcher
     if work_dir is not None:
         cfg.work_dir = work_dir
     elif cfg.get("work_dir") is None:
         cfg.work_dir = osp.join("./work_dirs", osp.splitext(osp.basename(path))[0])
-    if launcher in _LAUNCH:
-        names, how = _LAUNCH[launcher]
-        missing = [name for name in names if name not in os.environ]
-        if missing:
-            tool = "tools/" + osp.basename(sys.argv[0] or "train.py")
-            how = how.replace("TOOL", tool)
-            raise CLIError(f"--launcher {launcher}: {', '.join(missing)} not set. {how}")
+    names = {"mpi": (*_OMPI, "MASTER_ADDR"), "slurm": _SLURM}.get(launcher, ())
+    if missing := [name for name in names if name not in os.environ]:
+        how = f"start with {_STARTERS[launcher]}"
+        raise CLIError(f"--launcher {launcher}: {', '.join(missing)} not set; {how}")
     if launcher == "mpi":  # torch's rendezvous variables from OpenMPI's
         for name, value in zip(("RANK", "WORLD_SIZE", "LOCAL_RANK"), _OMPI):
             os.environ.setdefault(name, os.environ[value])
@@ -109,32 +82,22 @@ def build_config(
     return cfg
 
 
-def _hook_class(entry: Any) -> Any:
-    """The class a hook entry (dict, class or hook object) builds, if known."""
-    kind = entry.get("type") if isinstance(entry, dict) else entry
-    if isinstance(kind, str):
-        return HOOKS.get(kind)
-    return kind if isinstance(kind, type) else type(kind)
-
-
 def add_guard_hooks(cfg: Config) -> list[str]:
-    """Give a training config the guards it lacks (its own entry of one wins), an
-    ``AtomicCheckpointHook`` for its ``CheckpointHook`` (options kept), and a train loader that
-    resumes at the sampler; the type names added or swapped in."""
+    """Add the guards a training config lacks, an atomic ``CheckpointHook`` (options kept) and a
+    train loader that resumes at the sampler; the type names added or swapped in."""
     hooks = list(cfg.get("custom_hooks") or [])
-    present = [cls for cls in map(_hook_class, hooks) if isinstance(cls, type)]
-    added = [
-        f"mmseg.{g}" for g in GUARD_HOOKS if not any(issubclass(c, HOOKS.get(g)) for c in present)
-    ]
+    kinds = [h.get("type") if isinstance(h, dict) else h for h in hooks]
+    have = [k if isinstance(k, str) else getattr(k, "__name__", type(k).__name__) for k in kinds]
+    guards = ("PreemptionHook", "NonFiniteLossHook", "RandomStateHook")
+    added = [f"mmseg.{g}" for g in guards if not any(name.endswith(g) for name in have)]
     cfg.custom_hooks = hooks + [dict(type=name) for name in added]
-    checkpoint = (cfg.get("default_hooks") or {}).get("checkpoint")
-    if isinstance(checkpoint, dict) and _hook_class(checkpoint) is CheckpointHook:
+    checkpoint = (cfg.get("default_hooks") or {}).get("checkpoint") or {}
+    if str(checkpoint.get("type")).split(".")[-1] == "CheckpointHook":
         checkpoint["type"] = "mmseg.AtomicCheckpointHook"
         added.append(checkpoint["type"])
     loader = cfg.get("train_dataloader") or {}
-    sampler = loader.get("sampler")
-    kinds = ("InfiniteSampler", "mmengine.InfiniteSampler", InfiniteSampler)
-    if isinstance(sampler, dict) and sampler.get("type") in kinds:
+    sampler = loader.get("sampler") or {}
+    if str(sampler.get("type")).split(".")[-1] == "InfiniteSampler":
         sampler["type"] = "mmseg.ResumableInfiniteSampler"  # same indices, from any position
         added.append(sampler["type"])
         collate = loader.get("collate_fn", dict(type="pseudo_collate"))
@@ -147,30 +110,20 @@ def add_guard_hooks(cfg: Config) -> list[str]:
 def enable_amp(cfg: Config, dtype: str | None = None) -> None:
     """mmseg's ``--amp``: fp16 ``AmpOptimWrapper`` with dynamic loss scaling on a GPU, bfloat16
     ``CPUAmpOptimWrapper`` without one; ``dtype='bfloat16'`` on a GPU: no loss scaler."""
-    wrapper = cfg.optim_wrapper
-    kind = wrapper.get("type", "OptimWrapper")
+    kind, cuda = cfg.optim_wrapper.get("type", "OptimWrapper"), torch.cuda.is_available()
     if kind in ("AmpOptimWrapper", "CPUAmpOptimWrapper"):
         print_log("AMP training is already enabled in your config.", "current", logging.WARNING)
-    elif kind != "OptimWrapper":
+        return
+    if kind != "OptimWrapper":
         raise CLIError(f"--amp needs optim_wrapper type OptimWrapper, got {kind}")
-    elif torch.cuda.is_available() and dtype == "bfloat16":
-        wrapper.update(type="AmpOptimWrapper", dtype=dtype, loss_scale=dict(enabled=False))
-    elif torch.cuda.is_available():
-        wrapper.update(type="AmpOptimWrapper", loss_scale="dynamic")
-    elif dtype == "float16":
-        wrapper.update(type="CPUAmpOptimWrapper", dtype=dtype, loss_scale="dynamic")
-    else:
-        wrapper.update(type="CPUAmpOptimWrapper", dtype="bfloat16")
-
-
-def user_message(err: BaseException) -> str:
-    """The error's message on one line (a DataLoader worker's: the original error's)."""
-    return one_line(err)
+    dtype = dtype or ("float16" if cuda else "bfloat16")
+    scale = "dynamic" if dtype == "float16" else dict(enabled=False)
+    kind = "AmpOptimWrapper" if cuda else "CPUAmpOptimWrapper"
+    cfg.optim_wrapper.update(type=kind, dtype=dtype, loss_scale=scale)
 
 
 def run_cli(main: Callable[[], None]) -> None:
-    """Run ``main``: a user's error (bad option, missing file or dataset, invalid sample, class
-    count, unsafe or corrupt checkpoint; also from a DataLoader worker) is one line on stderr and
+    """Run ``main``: a user's error (also from a DataLoader worker) is one line on stderr and
     exit 2; a run stopped on purpose (:class:`TrainingStopped`) one line from the main rank and
     its exit code (agreed between the ranks under a launch script); an aborting Ctrl-C one line
     and 130. A distributed run leaves its process group first."""
@@ -187,7 +140,7 @@ def run_cli(main: Callable[[], None]) -> None:
     except user_errors as err:
         code = report_exit(2)  # 0: every rank under a launch script failed alike, it says 2
         if code or os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")) == "0":
-            print(f"error: {user_message(err)}", file=sys.stderr)
+            print(f"error: {one_line(err)}", file=sys.stderr)
         sys.exit(code)
     except KeyboardInterrupt:  # the PreemptionHook's second Ctrl-C, or one before training
         print("interrupted: stopped at once, no checkpoint of this iteration", file=sys.stderr)

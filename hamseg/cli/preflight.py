@@ -1,7 +1,5 @@
 """What tools/train.py and tools/test.py check before the first iteration: every sample of the
-splits the run reads, a schedule that ends at ``max_iters``, the total batch the recipe is for."""
-
-from __future__ import annotations
+splits the run reads, the schedule's end, the total batch the recipe is for."""
 
 import contextlib
 import logging
@@ -13,7 +11,6 @@ import time
 from collections.abc import Iterator, Sequence
 
 from mmengine.config import Config
-from mmengine.dist import get_world_size, is_distributed
 
 from hamseg.datasets.checks import data_cfg_options, sample_error, validate_splits
 from hamseg.datasets.loading import InvalidSampleError
@@ -22,11 +19,11 @@ from hamseg.utils.config import defined_splits
 from .common import CLIError, notice
 
 
-def cfg_options_argv(argv: Sequence[str]) -> list[str]:
-    """The ``--cfg-options`` part of a command line (every occurrence, as one), or []."""
-    found: list[str] = []
-    inside = False
-    for arg in argv:
+def validate_command(config: str, argv: Sequence[str] | None = None) -> str:
+    """tools/validate_dataset.py on ``config`` with the ``--cfg-options`` of ``argv`` (default:
+    this command line) that change the data."""
+    found, inside = [], False
+    for arg in sys.argv[1:] if argv is None else argv:
         if arg == "--cfg-options" or arg.startswith("--cfg-options="):
             inside = arg == "--cfg-options"
             found += [] if inside else [arg.partition("=")[2]]
@@ -34,13 +31,7 @@ def cfg_options_argv(argv: Sequence[str]) -> list[str]:
             inside = False
         elif inside:
             found.append(arg)
-    return ["--cfg-options", *found] if found else []
-
-
-def validate_command(config: str, argv: Sequence[str] | None = None) -> str:
-    """tools/validate_dataset.py on ``config`` with the ``--cfg-options`` of ``argv`` (default:
-    this command line): the command that lists every bad sample of what this run reads."""
-    options = data_cfg_options(cfg_options_argv(sys.argv[1:] if argv is None else argv))
+    options = data_cfg_options(["--cfg-options", *found])
     return shlex.join(["python", "tools/validate_dataset.py", config, *options])
 
 
@@ -68,9 +59,8 @@ def naming_validate_dataset(config: str) -> Iterator[None]:
     except Exception as err:
         if (line := sample_error(err)) is None:
             raise
-        raise InvalidSampleError(
-            f"{line}; list every bad file at once: {validate_command(config)}"
-        ) from None
+        command = validate_command(config)
+        raise InvalidSampleError(f"{line}; list every bad file at once: {command}") from None
 
 
 def schedule_ends(cfg: Config) -> tuple[int | None, list[int]]:
@@ -81,39 +71,25 @@ def schedule_ends(cfg: Config) -> tuple[int | None, list[int]]:
     return (cfg.get("train_cfg") or {}).get("max_iters"), ends
 
 
-def check_schedule(cfg: Config, options: dict | None = None, allow: bool = False) -> str | None:
-    """A last ``by_epoch=False`` scheduler that ends off ``train_cfg.max_iters``: refused if
-    ``--cfg-options`` set a scheduler's end half-way (unless ``allow``), else trained as mmseg
-    trains it, with one warning line (returned)."""
+def check_schedule(cfg: Config) -> str | None:
+    """A warning line if the last scheduler ends off ``train_cfg.max_iters`` (mmseg trains it)."""
     max_iters, ends = schedule_ends(cfg)
     if max_iters is None or not ends or ends[-1] == max_iters:
         return None
-    touched = sorted(k for k in options or {} if k.startswith("param_scheduler"))
     line = f"the last param_scheduler ends at iteration {ends[-1]}, train_cfg.max_iters={max_iters}"
-    if touched and not allow:
-        raise CLIError(
-            f"--cfg-options {' '.join(touched)}: {line}; set the length with --cfg-options "
-            "max_iters=N (moves the loop, the schedulers' ends and the intervals that used it), "
-            "or pass --allow-schedule-mismatch"
-        )
-    if "train_cfg.max_iters" in (options or {}):
-        line = f"--cfg-options train_cfg.max_iters={max_iters}: {line} (max_iters=N moves both)"
-    return notice(f"{line}: trained as mmseg trains it", logging.WARNING)
+    return notice(f"{line}: trained as written (max_iters=N moves both)", logging.WARNING)
 
 
 def launch_world_size(launcher: str) -> int:
-    """The number of training processes: the group's size, else the launcher's environment."""
-    if is_distributed():
-        return get_world_size()
+    """The number of training processes, as the launcher's environment says."""
     if launcher == "none":
         return 1
     return int(os.environ.get("SLURM_NTASKS" if launcher == "slurm" else "WORLD_SIZE", 1))
 
 
-def check_total_batch(cfg: Config, world_size: int, accept: bool = False, scale: bool = False):
-    """Refuse (one line) a total batch (``world_size`` x ``train_dataloader.batch_size``) other
-    than the recipe's ``auto_scale_lr.base_batch_size`` unless ``accept`` (the recipe's lr) or
-    ``scale`` (mmengine's lr x total / base); configs without a base batch are not checked."""
+def check_total_batch(cfg: Config, world_size: int, scale: bool = False) -> None:
+    """Refuse in one line a total batch other than the recipe's ``auto_scale_lr.base_batch_size``
+    unless ``scale`` (``--auto-scale-lr``) or the config enables mmengine's lr x total / base."""
     auto = dict(cfg.get("auto_scale_lr") or {})
     base = auto.get("base_batch_size")
     if scale and base is None:
@@ -131,14 +107,9 @@ def check_total_batch(cfg: Config, world_size: int, accept: bool = False, scale:
     what += f" x {per_gpu} = {total}"
     if scale or auto.get("enable", False):
         notice(f"{what}, recipe {base}: lr scaled by {total}/{base} (auto_scale_lr)")
-    elif accept:
-        notice(f"{what}, recipe {base}: trained with the recipe's lr (--allow-batch-mismatch)")
-    else:
-        fixes = [f"{base // per_gpu} GPUs"] if base % per_gpu == 0 else []
-        if base % world_size == 0:
-            fixes.append(f"--cfg-options train_dataloader.batch_size={base // world_size}")
-        fixes += [
-            f"--auto-scale-lr (lr x {total}/{base})",
-            "--allow-batch-mismatch (the recipe's lr)",
-        ]
-        raise CLIError(f"{what}, but the recipe is for {base}: use " + ", or ".join(fixes))
+        return
+    raise CLIError(
+        f"{what}, but the recipe is for {base}: use a total batch of {base}, or --auto-scale-lr "
+        f"(lr x {total}/{base}), or --cfg-options auto_scale_lr.base_batch_size={total} (the "
+        "recipe's lr at this batch)"
+    )

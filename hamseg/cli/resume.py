@@ -1,14 +1,10 @@
 """``tools/train.py --resume``: mmseg's flag with mmseg's meaning, and hamseg's safety where mmseg
-has none (docs/usage.md, "--resume").
-
-mmseg: ``--resume`` with ``load_from`` resumes from it, without one from the work dir's latest
-checkpoint. hamseg reads ``load_from`` from the command line so; a config file's own
+has none (docs/usage.md, "--resume"). As in mmseg, ``--resume`` with ``load_from`` from the
+command line resumes it, without one the work dir's latest checkpoint; a config file's own
 ``load_from`` is a fine-tuning start: a bare ``--resume`` takes the work dir's latest COMPLETE
-checkpoint, or starts a new run from those weights when there is none.
-"""
+checkpoint, or starts a new run from those weights when there is none."""
 
-from __future__ import annotations
-
+import logging
 import os
 import os.path as osp
 from typing import Any
@@ -22,8 +18,8 @@ from .common import CLIError, notice
 from .preflight import schedule_ends
 
 
-def _load(path: str) -> dict:
-    """A local checkpoint, memory-mapped; {} if unreadable (the Runner's load says why)."""
+def _load(path: str | None) -> dict:
+    """A local checkpoint, memory-mapped; {} if none or unreadable (the Runner's load says why)."""
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except Exception:
@@ -49,17 +45,12 @@ def apply_resume(cfg: Config, resume: Any, cfg_options: dict | None = None) -> s
             start = f"from load_from={cfg.load_from}" if cfg.get("load_from") else "from scratch"
             notice(f"No checkpoint in {cfg.work_dir} yet: a new run {start}")
     load_from = cfg.get("load_from")
-    local = bool(load_from) and "://" not in load_from
-    where = "" if not local or osp.isabs(load_from) else f", relative to {os.getcwd()}"
-    if local and not osp.isfile(load_from):
+    if load_from and "://" not in load_from and not osp.isfile(load_from):
+        where = "" if osp.isabs(load_from) else f", relative to {os.getcwd()}"
         raise CLIError(
             f"load_from checkpoint not found: {load_from}{where} (set another with --cfg-options "
             "load_from=PATH)"
         )
-    if (
-        where and target is None
-    ):  # mmengine reads it against the working directory, not the config's folder
-        notice(f"load_from={load_from}{where}: {osp.abspath(load_from)}")
     if target is not None and (cfg.get("randomness") or {}).get("seed") is None:
         seed = (_load(target).get("meta") or {}).get("seed")
         if seed is not None:
@@ -69,7 +60,7 @@ def apply_resume(cfg: Config, resume: Any, cfg_options: dict | None = None) -> s
 
 def finished_run(cfg: Config, target: str | None) -> str | None:
     """One line if ``target`` is at or past ``max_iters`` (``max_epochs``), else None."""
-    meta = (_load(target).get("meta") or {}) if target else {}
+    meta = _load(target).get("meta") or {}
     for unit in ("iter", "epoch"):
         done, total = meta.get(unit), (cfg.get("train_cfg") or {}).get(f"max_{unit}s")
         if done is not None and total is not None and done >= total:
@@ -82,28 +73,17 @@ def finished_run(cfg: Config, target: str | None) -> str | None:
 
 
 def check_resumed_schedule(cfg: Config, target: str | None, extend: bool = False) -> None:
-    """Refuse to resume ``target`` with other scheduler ends than it was trained with: mmengine
-    restores the schedulers from the checkpoint and the loop's length from the config, so a
-    longer schedule would go on at the final lr. ``extend``: rebuild this config's schedulers at
-    the checkpoint's iteration (``ExtendScheduleHook``)."""
-    checkpoint = _load(target) if target else {}
-    trained_ends = [s["end"] for s in checkpoint.get("param_schedulers") or [] if "end" in s]
+    """Resuming ``target`` with other scheduler ends than it was trained with: mmengine restores
+    the checkpoint's schedulers (as mmseg does) and says so in a warning line; ``extend``: this
+    config's schedulers rebuilt at the checkpoint's iteration (``ExtendScheduleHook``)."""
+    trained = [s["end"] for s in _load(target).get("param_schedulers") or [] if "end" in s]
     max_iters, ends = schedule_ends(cfg)
-    if not trained_ends or trained_ends == ends:
-        return
     if extend:
         cfg.custom_hooks = [*(cfg.get("custom_hooks") or []), dict(type="mmseg.ExtendScheduleHook")]
-        return
-    try:
-        stored = Config.fromstring((checkpoint.get("meta") or {})["cfg"], ".py")
-        trained = (stored.get("train_cfg") or {}).get("max_iters") or trained_ends[-1]
-    except Exception:  # no config stored, or one that does not read back
-        trained = trained_ends[-1]
-    raise CLIError(
-        f"--resume {target}: it was trained with schedulers ending at {trained_ends} "
-        f"(max_iters={trained}), this config's end at {ends} (max_iters={max_iters}), and "
-        f"resuming keeps the checkpoint's: resume it with --cfg-options max_iters={trained}, or "
-        f"train longer from its weights in a new run (--cfg-options load_from={target} "
-        f"max_iters={max_iters}, without --resume; or --extend-schedule: this config's "
-        "schedulers, rebuilt at the checkpoint's iteration)"
-    )
+    elif trained and trained != ends:
+        notice(
+            f"--resume {target}: its schedulers end at {trained}, this config's at {ends} "
+            f"(max_iters={max_iters}); resumed with the checkpoint's (mmengine), or rebuild this "
+            "config's with --extend-schedule",
+            logging.WARNING,
+        )

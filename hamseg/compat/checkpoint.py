@@ -1,23 +1,12 @@
-"""mmengine 0.10.7 checkpoints under torch >= 2.6's ``weights_only`` loads (mmengine#1655).
-
-torch 2.6 unpickles only allow-listed types, and mmengine's ``HistoryBuffer`` (numpy values; its
-pickle calls ``getattr``) is none of them: ``--resume`` failed with an ``UnpicklingError``. Where
-the installed mmengine loads with torch's default (:data:`LOADER_USES_TORCH_DEFAULT`),
-:func:`install` allow-lists mmengine's types, trims the buffer's pickle where it calls
-``getattr`` (:data:`UPSTREAM_PICKLES_GETATTR`), and wraps mmengine's loader so that a refused
-or broken file is named in one line. (The fix proposed upstream, mmengine#1650, passes
-``weights_only=False``: there nothing is applied, and the canary test says so.)
-"""
-
-from __future__ import annotations
+"""mmengine 0.10.7 checkpoints under torch >= 2.6's ``weights_only`` loads (mmengine#1655):
+mmengine's types allow-listed, ``HistoryBuffer``'s pickle trimmed of ``getattr``, a refused or
+broken file named in one line; nothing where mmengine's loader sets ``weights_only`` itself."""
 
 import contextlib
-import functools
 import inspect
 import io
 import os
 import pickle
-import re
 import zipfile
 from typing import Any
 
@@ -34,17 +23,15 @@ try:  # numpy >= 2 pickles numpy._core paths, numpy 1.x numpy.core
 except ImportError:  # pragma: no cover - numpy 1.x
     from numpy.core.multiarray import _reconstruct, scalar
 
-__all__ = ["CorruptCheckpointError", "UnsafeCheckpointError", "load_checkpoint_file"]
 #: The non-tensor types mmengine writes into checkpoints (HistoryBuffer, numpy values).
-MMENGINE_CHECKPOINT_TYPES: list = [HistoryBuffer, _reconstruct, scalar, np.ndarray, np.dtype]
+MMENGINE_CHECKPOINT_TYPES = [HistoryBuffer, _reconstruct, scalar, np.ndarray, np.dtype]
 MMENGINE_CHECKPOINT_TYPES += [
     type(np.dtype(c)) for c in ("float64", "float32", "int64", "int32", "bool")
 ]
 
 
 def is_complete_checkpoint(path: str) -> bool:
-    """Whether ``path`` is a complete torch (zip) checkpoint: a write cut short loses the zip's
-    central directory at its end."""
+    """Whether ``path`` is a whole torch (zip) file: a cut write loses the zip's end."""
     try:
         with zipfile.ZipFile(path) as archive:
             return any(name.endswith("data.pkl") for name in archive.namelist())
@@ -52,45 +39,29 @@ def is_complete_checkpoint(path: str) -> bool:
         return False
 
 
-def _unsafe_message(filename: str, err: Exception) -> str:
-    names: list[str] = []
-    with contextlib.suppress(Exception):  # static disassembly of data.pkl: runs nothing
-        names = sorted(torch.serialization.get_unsafe_globals_in_checkpoint(filename))
-    names = names or sorted(set(re.findall(r"GLOBAL ([\w.]+)", str(err))))
-    return (
-        f"Refused to load checkpoint {filename!r}: it holds pickled objects that are not weights "
-        f"({', '.join(names) or 'objects torch does not allow'}); nothing in the file was "
-        "executed. Only if you trust its source, re-save its tensors alone (torch.save({"
-        "'state_dict': state_dict}, 'clean.pth') in a separate session) and load that file."
-    )
-
-
-def _safe(load: Any) -> Any:
-    """``CheckpointLoader.load_checkpoint`` whose failures name the file in one line."""
-
-    @functools.wraps(load)
-    def load_checkpoint(
-        cls: type, filename: str, map_location: Any = None, logger: Any = "current"
-    ):
-        broken = os.path.isfile(filename) and not is_complete_checkpoint(filename)
-        try:
-            return load(cls, filename, map_location, logger)
-        except (UnsafeCheckpointError, FileNotFoundError, PermissionError, IsADirectoryError):
+def _load_checkpoint(cls: type, filename: str, map_location: Any = None, logger: Any = None):
+    """mmengine's ``CheckpointLoader.load_checkpoint``, its failures one line naming the file."""
+    broken = os.path.isfile(filename) and not is_complete_checkpoint(filename)
+    try:
+        return cls._mmengine_load_checkpoint(filename, map_location, logger or "current")
+    except Exception as err:
+        refused = isinstance(err, pickle.UnpicklingError)
+        if refused and "Weights only load failed" in str(err) and not broken:
+            names = ["objects torch does not allow"]
+            with contextlib.suppress(Exception):  # reads data.pkl's opcodes: runs nothing
+                names = sorted(torch.serialization.get_unsafe_globals_in_checkpoint(filename))
+            raise UnsafeCheckpointError(
+                f"Refused to load checkpoint {filename!r}: it holds pickled objects that are not "
+                f"weights ({', '.join(names)}); nothing in it was executed. Only if you trust its "
+                "source, re-save its tensors alone (torch.save({'state_dict': state_dict}, "
+                "'clean.pth') in a separate session) and load that file."
+            ) from None
+        if not (refused or broken):
             raise
-        except pickle.UnpicklingError as err:
-            if "Weights only load failed" in str(err) and not broken:
-                raise UnsafeCheckpointError(_unsafe_message(filename, err)) from None
-            raise CorruptCheckpointError(f"Checkpoint {filename!r} is corrupt: {err}") from err
-        except Exception as err:
-            if not broken:
-                raise
-            raise CorruptCheckpointError(
-                f"Checkpoint {filename!r} is truncated or not a torch checkpoint (an interrupted "
-                f"write or copy?); use another one. Reader error: {type(err).__name__}: {err}"
-            ) from err
-
-    load_checkpoint._hamseg_safe = True  # type: ignore[attr-defined]
-    return classmethod(load_checkpoint)
+        raise CorruptCheckpointError(
+            f"Checkpoint {filename!r} is truncated or not a torch checkpoint (an interrupted "
+            f"write or copy?); use another one. Reader error: {type(err).__name__}: {err}"
+        ) from err
 
 
 def load_checkpoint_file(filename: str, map_location: Any = "cpu") -> Any:
@@ -106,22 +77,17 @@ def _history_buffer_state(self: HistoryBuffer) -> dict:
     return dict(state, statistics_methods=custom) if custom else state
 
 
-def _pickles_getattr() -> bool:
-    """Whether mmengine's own ``HistoryBuffer`` pickles a call of ``getattr``."""
-    if HistoryBuffer.__getstate__ is _history_buffer_state:
-        return True  # trimmed already
-    buffer = io.BytesIO()
-    torch.save(HistoryBuffer(), buffer)
-    buffer.seek(0)
-    return "builtins.getattr" in torch.serialization.get_unsafe_globals_in_checkpoint(buffer)
-
-
 #: Whether mmengine's loader leaves ``weights_only`` to torch (0.10.7 does).
 LOADER_USES_TORCH_DEFAULT = "weights_only" not in inspect.getsource(
     mmengine_checkpoint.load_from_local
 )
-#: Whether the installed mmengine's HistoryBuffer needs trimming (read before it is trimmed).
-UPSTREAM_PICKLES_GETATTR: bool = _pickles_getattr()
+_pickled = io.BytesIO()
+torch.save(HistoryBuffer(), _pickled)
+_pickled.seek(0)
+#: Whether mmengine's own HistoryBuffer pickles a call of ``getattr`` (read before the trim).
+UPSTREAM_PICKLES_GETATTR = "builtins.getattr" in (
+    torch.serialization.get_unsafe_globals_in_checkpoint(_pickled)
+)
 
 
 def install() -> bool:
@@ -131,11 +97,10 @@ def install() -> bool:
     if UPSTREAM_PICKLES_GETATTR:
         HistoryBuffer.__getstate__ = _history_buffer_state
     torch.serialization.add_safe_globals(MMENGINE_CHECKPOINT_TYPES)
-    load = CheckpointLoader.__dict__["load_checkpoint"].__func__
-    if not getattr(load, "_hamseg_safe", False):
-        CheckpointLoader.load_checkpoint = _safe(load)
+    if not hasattr(CheckpointLoader, "_mmengine_load_checkpoint"):
+        CheckpointLoader._mmengine_load_checkpoint = CheckpointLoader.load_checkpoint
+        CheckpointLoader.load_checkpoint = classmethod(_load_checkpoint)
     return True
 
 
-#: Whether the adaptation is applied, set on import.
 INSTALLED: bool = install()

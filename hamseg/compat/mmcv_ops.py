@@ -1,19 +1,12 @@
-"""mmcv-lite: pure-PyTorch ``mmcv.ops.point_sample`` and ``sigmoid_focal_loss``.
-
-mmseg 1.2.2 imports both from ``mmcv.ops`` unguarded (open-mmlab/mmsegmentation#871), and
-mmcv-lite has no compiled ``mmcv._ext``, so ``import mmseg.models`` fails. Only then
-:func:`install` puts a stand-in into ``sys.modules['mmcv.ops']``; any other op raises the
-``ModuleNotFoundError`` mmseg's guarded imports expect.
-"""
-
-from __future__ import annotations
+"""mmcv-lite: pure-PyTorch ``mmcv.ops.point_sample`` and ``sigmoid_focal_loss``, which mmseg 1.2.2
+imports unguarded (open-mmlab/mmsegmentation#871), where no compiled ``mmcv._ext`` exists; any
+other op raises the ``ModuleNotFoundError`` mmseg's guarded imports expect."""
 
 import importlib.util
 import sys
 import types
 import warnings
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor
 
@@ -21,16 +14,12 @@ MISSING_MMCV_MESSAGE = (
     "hamseg needs mmcv 2.0/2.1 and none is installed: run pip install 'hamseg[lite]' (mmcv-lite "
     "2.1.0, no compiled ops), or install a compiled mmcv 2.0/2.1 built for your torch and CUDA."
 )
-
-
-def require_mmcv() -> None:
-    """Import mmcv, or one ``ImportError`` saying what to install when there is none."""
-    try:
-        import mmcv  # noqa: F401
-    except ModuleNotFoundError as err:
-        if err.name != "mmcv":
-            raise
-        raise ImportError(MISSING_MMCV_MESSAGE) from None
+try:
+    import mmcv
+except ModuleNotFoundError as err:
+    if err.name != "mmcv":
+        raise
+    raise ImportError(MISSING_MMCV_MESSAGE) from None
 
 
 def point_sample(input: Tensor, points: Tensor, align_corners: bool = False, **kwargs) -> Tensor:
@@ -50,27 +39,20 @@ def sigmoid_focal_loss(
     weight: Tensor | None = None,
     reduction: str = "mean",
 ) -> Tensor:
-    """mmcv's compiled focal loss (Lin et al. 2017, Eq. 5) on logits (N, C) and int64 targets
-    (N,) in [0, C] (C: background); 'mean' divides by N, as mmcv does."""
-    if input.dim() != 2 or target.shape != input.shape[:1] or target.dtype != torch.long:
-        raise ValueError("sigmoid_focal_loss expects input (N, C) and int64 target (N,)")
-    num_classes = input.size(1)
-    positive = F.one_hot(target, num_classes + 1)[:, :num_classes].to(input.dtype)  # (N, C)
-    p = input.sigmoid()
-    tiny = torch.finfo(input.dtype).tiny
-    pos_term = (1 - p).pow(gamma) * p.clamp_min(tiny).log()
-    neg_term = p.pow(gamma) * (1 - p).clamp_min(tiny).log()
-    loss = -alpha * positive * pos_term - (1 - alpha) * (1 - positive) * neg_term
+    """mmcv's compiled focal loss (Lin et al. 2017, Eq. 5) through mmseg's PyTorch one: logits
+    (N, C), int64 targets (N,) in [0, C] (C: background), class ``weight`` (C,); 'mean' / N."""
+    from mmseg.models.losses.focal_loss import py_sigmoid_focal_loss
+
+    positive = F.one_hot(target, input.size(1) + 1)[:, :-1].to(input.dtype)  # (N, C)
+    loss = py_sigmoid_focal_loss(input, positive, gamma=gamma, alpha=alpha, reduction="none")
     if weight is not None:
-        loss = loss * weight[target].unsqueeze(1)  # weight: (C,)
+        loss = loss * weight[target].unsqueeze(1)
     if reduction == "none":
         return loss
     return loss.sum() / (input.size(0) if reduction == "mean" else 1)
 
 
 class _LiteOps(types.ModuleType):
-    """``mmcv.ops`` for mmcv-lite: two PyTorch ops, a clear error for every other name."""
-
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
@@ -82,11 +64,7 @@ class _LiteOps(types.ModuleType):
 
 
 def compiled_mmcv_available() -> bool:
-    """True when mmcv's compiled extension ``mmcv._ext`` is importable."""
-    try:
-        return importlib.util.find_spec("mmcv._ext") is not None
-    except ModuleNotFoundError:
-        return False
+    return importlib.util.find_spec("mmcv._ext") is not None
 
 
 def install() -> bool:
@@ -95,16 +73,11 @@ def install() -> bool:
         return True
     if compiled_mmcv_available():
         return False
-    import mmcv
-
     ops = _LiteOps("mmcv.ops", "hamseg's pure-PyTorch mmcv.ops for mmcv-lite")
     ops.point_sample, ops.sigmoid_focal_loss = point_sample, sigmoid_focal_loss
-    ops.__all__ = ["point_sample", "sigmoid_focal_loss"]
     sys.modules["mmcv.ops"] = mmcv.ops = ops
     warnings.filterwarnings("ignore", message="Fail to import ``MultiScaleDeformableAttention``")
     return True
 
 
-require_mmcv()
-#: Whether the stand-in is in use (mmcv-lite), set on import.
-REPLACED: bool = install()
+REPLACED: bool = install()  # mmcv-lite

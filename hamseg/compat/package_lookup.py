@@ -1,16 +1,8 @@
-"""Config paths across packages: ``mmseg::`` without ``pkg_resources``, and ``hamseg::``.
+"""Config names across packages: ``mmseg::`` without ``pkg_resources`` (gone in setuptools 81,
+pypa/setuptools#5007: :func:`install` puts ``importlib`` lookups in place of mmengine 0.10.7's
+two), and ``hamseg::`` for this package's ``.mim/configs``, read without a scope as a relative
+base is (wrapping mmengine's private ``Config._get_cfg_path`` and ``Config.fromfile``)."""
 
-mmengine 0.10.7 finds ``mmseg::`` bases through ``pkg_resources``, which setuptools removed (81,
-pypa/setuptools#5007): where it cannot be imported, :func:`install` puts ``importlib.metadata``
-lookups in place of mmengine's two. :func:`register_hamseg` resolves ``hamseg::`` to the imported
-package's ``.mim/configs`` (also from a checkout or an editable install, where mmengine's
-lookup misses it), read without a scope as a relative base is; it wraps mmengine's private
-``Config._get_cfg_path`` and ``Config.fromfile``, pinned by tests/compat/test_upstream_canaries.py.
-"""
-
-from __future__ import annotations
-
-import importlib.metadata
 import importlib.util
 import os.path as osp
 
@@ -23,32 +15,24 @@ from mmengine.config.utils import PKG2PROJECT
 
 from hamseg.utils.errors import require_file
 
-#: The folder of the imported hamseg package (a checkout's or an installed copy).
 PACKAGE_DIR = osp.dirname(osp.dirname(osp.abspath(__file__)))
-#: The mmengine modules that hold their own reference to the two lookups.
-_LOOKUP_MODULES = (package_utils, mmengine.utils, config_module, hub_module)
-
-
-def is_installed(package: str) -> bool:
-    """True if a distribution or an importable module is named ``package``."""
-    try:
-        return bool(importlib.metadata.distribution(package))
-    except importlib.metadata.PackageNotFoundError:
-        spec = importlib.util.find_spec(package)
-        return spec is not None and spec.origin is not None
+_LOOKUP_MODULES = (package_utils, mmengine.utils, config_module, hub_module)  # each holds both
 
 
 def get_installed_path(package: str) -> str:
-    """Directory of the module that ``package`` (a distribution or module name) provides."""
-    try:
-        top_level = importlib.metadata.distribution(package).read_text("top_level.txt") or ""
-        module = (top_level.split() or [package.replace("-", "_")])[0]
-    except importlib.metadata.PackageNotFoundError:
-        module = package
+    """The folder of a module, or of a project's module (``mmsegmentation``: ``mmseg``)."""
+    module = {project: module for module, project in PKG2PROJECT.items()}.get(package, package)
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:
-        raise importlib.metadata.PackageNotFoundError(package)
+        raise ModuleNotFoundError(f"{package} is not installed", name=package)
     return osp.dirname(spec.origin)
+
+
+def is_installed(package: str) -> bool:
+    try:
+        return bool(get_installed_path(package))
+    except ModuleNotFoundError:
+        return False
 
 
 def install() -> bool:
@@ -56,24 +40,15 @@ def install() -> bool:
     try:
         if importlib.util.find_spec("pkg_resources") is not None:
             return False
-    except (ImportError, ValueError):  # None in sys.modules: "import pkg_resources" fails
+    except ValueError:  # a module without a spec
         pass
     for module in _LOOKUP_MODULES:
         module.is_installed, module.get_installed_path = is_installed, get_installed_path
     return True
 
 
-def hamseg_config_path(name: str) -> str:
-    """Path of a packaged config, ``name`` relative to ``configs/`` (``hamseg::`` may lead)."""
-    name = name.removeprefix("hamseg::")
-    path = osp.join(PACKAGE_DIR, ".mim", "configs", name)
-    if not osp.isfile(path):
-        raise FileNotFoundError(f"no hamseg config {name!r} (looked for {path})")
-    return path
-
-
 def register_hamseg() -> None:
-    """Make ``hamseg::`` config names work in mmengine (see the module docstring); once."""
+    """Make ``hamseg::`` config names work in mmengine; once."""
     if "hamseg" in PKG2PROJECT:
         return
     PKG2PROJECT["hamseg"] = "hamseg"  # MODULE2PACKAGE is the same dict
@@ -88,34 +63,22 @@ def register_hamseg() -> None:
 
     def _fromfile(filename, *args, **kwargs):  # noqa: ANN001, ANN202 (mmengine's signature)
         if isinstance(filename, str) and filename.startswith("hamseg::"):
-            filename = hamseg_config_path(filename)
+            filename = _get_cfg_path(filename, "")[0]
         return fromfile(filename, *args, **kwargs)
 
     Config._get_cfg_path, Config.fromfile = staticmethod(_get_cfg_path), staticmethod(_fromfile)
 
 
 def config_file(config: str) -> str:
-    """Path of a config argument: a file, or ``PACKAGE::DIR/FILE.py`` (``hamseg::``,
-    ``mmseg::``; a file of that name in the current folder wins); else FileNotFoundError."""
+    """Path of a config argument: a file, else ``PACKAGE::DIR/FILE.py``; else FileNotFoundError."""
     if osp.isfile(config) or "::" not in config:
         return require_file(config, "config file")
-    package = config.partition("::")[0]
-    detail = f"unknown package {package!r}: name hamseg::DIR/FILE.py, mmseg::DIR/FILE.py or a file"
-    if package in PKG2PROJECT:
-        try:
-            if package == "hamseg":
-                return hamseg_config_path(config)
-            return require_file(Config._get_cfg_path(config, "")[0], "config file")
-        except FileNotFoundError:
-            folder = mmengine.utils.get_installed_path(package)
-            detail = f"no such file in {osp.join(folder, '.mim', 'configs')}"
-        except ImportError:
-            detail = f"{package} is not installed"
-        except ValueError:  # mmengine's name pattern
-            detail = f"name a packaged config {package}::DIR/FILE.py"
-    raise FileNotFoundError(f"config file not found: {config} ({detail})")
+    try:
+        return require_file(Config._get_cfg_path(config, "")[0], "config file")
+    except (FileNotFoundError, ImportError, ValueError, AssertionError):  # mmengine's checks
+        where = "hamseg::DIR/FILE.py, mmseg::DIR/FILE.py: a file under their configs/"
+        raise FileNotFoundError(f"config file not found: {config} ({where})") from None
 
 
-#: Whether mmengine's lookups were replaced (no pkg_resources), set on import.
-REPLACED: bool = install()
+REPLACED: bool = install()  # no pkg_resources
 register_hamseg()

@@ -5,14 +5,17 @@ iteration 1 and tools/validate_dataset.py). Each problem is one line naming the 
 from __future__ import annotations
 
 import inspect
+import io
 import os.path as osp
 import shlex
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
+from mmengine.utils import track_parallel_progress, track_progress
 from mmseg.registry import DATASETS, METRICS
 
 from hamseg.utils.config import (
@@ -23,8 +26,7 @@ from hamseg.utils.config import (
     split_datasets,
     transform_types,
 )
-from hamseg.utils.messages import first_items, one_line
-from hamseg.utils.progress_map import map_with_progress
+from hamseg.utils.errors import first_items, one_line
 
 from .loading import InvalidSampleError, label_problems, read_image
 
@@ -313,8 +315,12 @@ def validate_splits(
                 ignore=head.get("ignore_index", 255),
             )
             items += [(opts, dataset.get_data_info(i)) for i in range(len(dataset))]
-        desc = f"checking {split} samples"
-        found = map_with_progress(_check_sample, items, workers, desc, "sample", progress)
+        bar = sys.stderr if progress else io.StringIO()
+        found = (
+            track_parallel_progress(_check_sample, items, workers, chunksize=16, file=bar)
+            if workers > 1
+            else track_progress(_check_sample, items, file=bar)
+        )
         reports.append(
             DatasetReport(split, len(items), [p for problems in found for p in problems])
         )

@@ -10,7 +10,7 @@ import mmcv
 import numpy as np
 from mmengine import fileio
 
-from hamseg.utils.messages import first_items
+from hamseg.utils.errors import first_items
 
 
 class InvalidSampleError(ValueError):

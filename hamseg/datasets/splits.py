@@ -10,8 +10,7 @@ from mmengine.config import Config
 from mmengine.fileio import list_dir_or_file
 
 from hamseg.utils.config import split_datasets
-from hamseg.utils.errors import UsageError
-from hamseg.utils.messages import first_items
+from hamseg.utils.errors import UsageError, first_items
 
 from .checks import data_path
 

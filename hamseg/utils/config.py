@@ -1,6 +1,4 @@
-"""Walking a config's datasets, heads and transforms (the data checks, the inference API)."""
-
-from __future__ import annotations
+"""Walking a config's datasets, heads and transforms."""
 
 from collections.abc import Iterator, Sequence
 from typing import Any

@@ -1,10 +1,10 @@
-"""User-facing errors: bad input a user can fix, one line with exit code 2 in the tools
-(:func:`hamseg.cli.run_cli`)."""
-
-from __future__ import annotations
+"""User-facing errors and their one-line messages (exit code 2 in the tools: hamseg.cli.run_cli)."""
 
 import os.path as osp
 import pickle
+import re
+from collections.abc import Sequence
+from typing import Any
 
 
 class UsageError(ValueError):
@@ -24,3 +24,19 @@ def require_file(path: str, what: str) -> str:
     if not osp.isfile(path):
         raise FileNotFoundError(f"{what} not found: {path}")
     return path
+
+
+def first_items(items: Sequence[Any], limit: int) -> str:
+    """The first ``limit`` items joined by ", ", then ", ..." if there are more."""
+    return ", ".join(map(str, items[:limit])) + (", ..." if len(items) > limit else "")
+
+
+def one_line(err: BaseException | str, limit: int | None = None) -> str:
+    """A message on one line, at most ``limit`` characters; a DataLoader worker's error: the
+    original error's own message."""
+    text = str(err)
+    if isinstance(err, BaseException) and "in DataLoader worker process" in text:
+        name = re.escape(type(err).__name__)
+        heads = list(re.finditer(rf"\n(?:[\w.]+\.)?{name}: ", text))
+        text = text[heads[-1].end() :] if heads else text
+    return " ".join(text.split())[:limit]

@@ -1,15 +1,13 @@
 """--cfg-options (hamseg.cli.options): every key checked against the config and the classes it
 builds (a leading + adds a new key), top-level variables set as if edited in the file,
-data_root= and max_iters= moving what used them, the schedule check."""
-
-from __future__ import annotations
+data_root= and max_iters= moving what used them, the schedule warning."""
 
 import os.path as osp
 
 import pytest
 from mmengine.config import Config
 
-from hamseg.cli import CLIError, build_config
+from hamseg.cli import build_config
 from hamseg.cli.options import accepted_keys, apply_config_variables, check_key
 from hamseg.cli.preflight import check_schedule
 from hamseg.utils.errors import UsageError
@@ -50,6 +48,8 @@ def test_keys_the_built_classes_take_are_known():
         "auto_scale_lr",  # the top level: mmengine's Runner
         "compile",
         "train_dataloader.dataset.pipeline.0.backend_args",
+        "model.test_cfg.crop_size",  # mmseg's slide-inference idiom: EncoderDecoder reads them
+        "model.test_cfg.stride",
     ):
         check_key(cfg, key)
     assert {"eta", "R", "train_steps", "coef_init"} <= accepted_keys("NMF")
@@ -73,20 +73,16 @@ def test_one_knob_moves_loop_schedule_and_intervals():
     assert cfg.train_cfg.max_iters == cfg.train_cfg.val_interval == 30
     assert [s["end"] for s in cfg.param_scheduler] == [20, 30]  # the warm-up keeps its length
     assert cfg.default_hooks.checkpoint.interval == 30 and check_schedule(cfg) is None
-    short = build_config(CUSTOM, {"max_iters": 2})  # shorter than the 20-iteration warm-up
-    assert [(s["begin"], s["end"]) for s in short.param_scheduler] == [(0, 1), (0, 2)]
     tiny = build_config(TINY_FCN, {"max_iters": 7})  # no max_iters variable: train_cfg's
     assert tiny.train_cfg.max_iters == tiny.param_scheduler[0]["end"] == 7
+    assert tiny.train_cfg.val_interval == 1000 and tiny.default_hooks.checkpoint.interval == 5
 
 
-def test_a_half_set_schedule_is_refused_the_loop_alone_trains_with_a_warning():
-    options = {"param_scheduler.1.end": 300}
-    with pytest.raises(CLIError, match="param_scheduler.1.end: the last param_scheduler ends at"):
-        check_schedule(build_config(CUSTOM, options), options)
-    assert check_schedule(build_config(CUSTOM, options), options, allow=True)
-    options = {"train_cfg.max_iters": 30}  # mmseg's smoke test
-    line = check_schedule(build_config(CUSTOM, options), options)
-    assert "ends at iteration 500, train_cfg.max_iters=30" in line and "as mmseg" in line
+def test_a_schedule_ending_off_the_loop_trains_as_written_with_one_warning():
+    for options in ({"param_scheduler.1.end": 300}, {"train_cfg.max_iters": 30}):
+        line = check_schedule(build_config(CUSTOM, options))
+        assert "the last param_scheduler ends at iteration" in line, options
+    assert "ends at iteration 500, train_cfg.max_iters=30" in line
     ocrnet = build_config("mmseg::ocrnet/ocrnet_r101-d8_8xb2-80k_cityscapes-512x1024.py")
     assert "ends at iteration 40000, train_cfg.max_iters=80000" in check_schedule(ocrnet)
 

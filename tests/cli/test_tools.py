@@ -1,8 +1,6 @@
 """tools/train.py and tools/test.py end to end on tiny_fcn.py (CPU): a stopped run resumed by
 mmseg's flag, predictions written by every rank, the mpi launcher."""
 
-from __future__ import annotations
-
 import os
 import os.path as osp
 import socket

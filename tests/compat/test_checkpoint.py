@@ -2,8 +2,6 @@
 checkpoints load, a pickled callable is refused in one line naming the file and never runs, a
 truncated file is named."""
 
-from __future__ import annotations
-
 import ast
 import os
 import os.path as osp

@@ -1,8 +1,6 @@
 """hamseg.compat.mmcv_ops: mmseg imports on mmcv-lite, the PyTorch ops equal mmcv's, and without
 any mmcv ``import hamseg`` says in one line what to install."""
 
-from __future__ import annotations
-
 import subprocess
 import sys
 

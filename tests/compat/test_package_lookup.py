@@ -1,8 +1,6 @@
 """Config names across packages: ``_base_ = 'mmseg::...'`` with and without pkg_resources, and
 hamseg's packaged configs by ``hamseg::`` name (hamseg.compat.package_lookup)."""
 
-from __future__ import annotations
-
 import os.path as osp
 import subprocess
 import sys
@@ -60,7 +58,7 @@ def test_config_fromfile_and_the_hub_take_hamseg_names():
     assert Config.fromfile(f"hamseg::{NMF_DEMO}").to_dict() == direct
     cfg = get_config(f"hamseg::{NMF_DEMO}", pretrained=True)  # via model-index.yml
     assert cfg.model_path == "work_dirs/demo/hamhead-nmf_r18-d8_context-shapes/iter_500.pth"
-    with pytest.raises(FileNotFoundError, match="no hamseg config 'demo/nope.py'"):
+    with pytest.raises(FileNotFoundError, match='demo/nope.py" does not exist'):
         Config.fromfile("hamseg::demo/nope.py")
     wrapped = (Config.fromfile, Config._get_cfg_path)
     package_lookup.register_hamseg()  # once

@@ -5,8 +5,6 @@ When a test here fails, upstream changed: re-check the adaptation it names, and 
 no longer needed. Behaviour is checked in fresh interpreters that do not import hamseg; code is
 pinned by a digest of its source as the installed files hold it (mmengine 0.10.7, mmseg 1.2.2)."""
 
-from __future__ import annotations
-
 import ast
 import hashlib
 import importlib

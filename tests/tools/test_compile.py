@@ -1,8 +1,6 @@
 """mmengine's ``compile=True`` trains a hamseg model on the CPU as eager mode does (slow: inductor
 compiles the forward and backward, about a minute)."""
 
-from __future__ import annotations
-
 import glob
 import json
 import os.path as osp

@@ -1,6 +1,6 @@
 """first_items and one_line: how a one-line message lists what it names and quotes an error."""
 
-from hamseg.utils.messages import first_items, one_line
+from hamseg.utils.errors import first_items, one_line
 
 
 def test_lists_at_most_limit_items_and_marks_the_rest():
