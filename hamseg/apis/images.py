@@ -14,7 +14,7 @@ from mmseg.apis import inference_model
 from mmseg.visualization import SegLocalVisualizer
 from torch import nn
 
-from hamseg.datasets.loading import InvalidSampleError, read_image_rgb
+from hamseg.datasets.loading import InvalidSampleError, read_image
 
 from .inference import class_info
 
@@ -59,7 +59,7 @@ def segment_images(
     os.makedirs(out_dir, exist_ok=True)
     for path in paths:
         try:
-            rgb = read_image_rgb(path)
+            rgb = read_image(path)[:, :, ::-1]  # as mmseg's LoadImageFromFile reads it
         except InvalidSampleError as err:
             yield path, str(err)
             continue

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from mmengine.config import Config
 from mmengine.dist import get_world_size, is_distributed
 
-from hamseg.datasets.checks import data_cfg_options, sample_error, validate_splits
+from hamseg.datasets.checks import sample_error, validate_splits
 from hamseg.datasets.loading import InvalidSampleError
 from hamseg.utils.config import defined_splits
 
@@ -40,7 +40,7 @@ def cfg_options_argv(argv: Sequence[str]) -> list[str]:
 def validate_command(config: str, argv: Sequence[str] | None = None) -> str:
     """tools/validate_dataset.py on ``config`` with the ``--cfg-options`` of ``argv`` (default:
     this command line): the command that lists every bad sample of what this run reads."""
-    options = data_cfg_options(cfg_options_argv(sys.argv[1:] if argv is None else argv))
+    options = cfg_options_argv(sys.argv[1:] if argv is None else argv)
     return shlex.join(["python", "tools/validate_dataset.py", config, *options])
 
 
