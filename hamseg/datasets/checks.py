@@ -19,9 +19,25 @@ from mmseg.registry import DATASETS
 from hamseg.utils import config as walk
 from hamseg.utils.messages import first_items, one_line
 
-from .loading import InvalidSampleError, label_problems, read_image
+from .loading import InvalidSampleError, sample_problems
 
-DEVKIT, SHAPES = "data/VOCdevkit", "data/context_shapes"  # the converters' default places
+TOOL, AFTER = "python tools/dataset_converters/", " (after the downloads data/README.md lists)"
+#: Words of a dataset's type, data_root or ann_file -> what prepares the dataset where it is read.
+HINTS = (
+    (("contextshapes",), f"Generate it with: {TOOL}generate_context_shapes.py --out-dir {{root}}"),
+    (
+        ("voc2010", "pascalcontext"),
+        f"Prepare it with: {TOOL}pascal_context.py {{devkit}} {{root}}/trainval_merged.json{AFTER}",
+    ),
+    (("segmentation/test.txt",), "Extract VOC2012test.tar (evaluation server) into data/"),
+    (("voc",), f"Prepare it with: {TOOL}voc_aug.py {{devkit}} {{devkit}}/VOCaug{AFTER}"),
+    (("ade",), "Unzip ADEChallengeData2016.zip into data/ade/ (data/README.md, ADE20K)"),
+    (
+        ("basesegdataset",),
+        "Put your images and label maps there, or point data_root at them (--cfg-options "
+        "data_root=PATH); docs/custom_dataset.md",
+    ),
+)
 
 
 class DatasetNotFoundError(FileNotFoundError):
@@ -34,30 +50,12 @@ class ClassCountError(ValueError):
 
 def prepare_hint(dataset_cfg: dict) -> str:
     """What prepares the dataset of ``dataset_cfg`` where it is read (a moved data_root too)."""
-    kind = str(dataset_cfg.get("type", ""))
-    text = f"{kind} {dataset_cfg.get('data_root')} {dataset_cfg.get('ann_file')}".lower()
-    root = osp.normpath(str(dataset_cfg.get("data_root") or SHAPES))
-    devkit = osp.dirname(root) if osp.basename(root) in ("VOC2012", "VOC2010") else DEVKIT
-    tool, after = "python tools/dataset_converters/", " (after the downloads data/README.md lists)"
-    if "context_shapes" in text or kind == "ContextShapesDataset":
-        out = "" if root == SHAPES else " " + shlex.join(["--out-dir", root])
-        return f"Generate it with: {tool}generate_context_shapes.py{out}"
-    if "voc2010" in text or "pascalcontext" in text:
-        command = ["pascal_context.py", devkit, osp.join(devkit, "VOC2010", "trainval_merged.json")]
-        return f"Prepare it with: {tool}{shlex.join(command)}{after}"
-    if "voc" in text and "segmentation/test.txt" in text:
-        return "Extract VOC2012test.tar (PASCAL VOC evaluation server) into data/ (data/README.md)"
-    if "voc" in text:
-        command = ["voc_aug.py", devkit, osp.join(devkit, "VOCaug")]
-        return f"Prepare it with: {tool}{shlex.join(command)}{after}"
-    if "ade" in text:
-        return "Unzip ADEChallengeData2016.zip into data/ade/ (data/README.md, ADE20K)"
-    if kind in ("BaseSegDataset", ""):  # the custom templates: the user's own data
-        return (
-            "Put your images and label maps there in the config's layout, or point data_root at "
-            "them (--cfg-options data_root=PATH); docs/custom_dataset.md"
-        )
-    return "See data/README.md for how to download and prepare the datasets"
+    text = " ".join(str(dataset_cfg.get(k)) for k in ("type", "data_root", "ann_file"))
+    root = osp.normpath(str(dataset_cfg.get("data_root") or "data/context_shapes"))
+    words = text.lower().replace("_", "")
+    default = "See data/README.md for how to download and prepare the datasets"
+    hint = next((h for keys, h in HINTS if any(k in words for k in keys)), default)
+    return hint.format(root=shlex.quote(root), devkit=shlex.quote(osp.dirname(root)))
 
 
 def data_path(dataset_cfg: dict, path: str) -> str:
@@ -67,8 +65,7 @@ def data_path(dataset_cfg: dict, path: str) -> str:
 
 
 def check_dataset_paths(cfg: Config, splits: Optional[Sequence[str]] = None) -> None:
-    """:class:`DatasetNotFoundError` for a missing folder or split file of the splits (default:
-    all), then :func:`check_num_classes`."""
+    """:class:`DatasetNotFoundError` for a missing folder or split file, then the class counts."""
     for split, dataset_cfg in walk.split_datasets(cfg, splits):
         root = osp.expanduser(dataset_cfg.get("data_root") or ".")
         prefix = (dataset_cfg.get("data_prefix") or {}).items()
@@ -87,34 +84,20 @@ def check_dataset_paths(cfg: Config, splits: Optional[Sequence[str]] = None) -> 
 
 
 def check_num_classes(cfg: Config, splits: Optional[Sequence[str]] = None) -> None:
-    """:class:`ClassCountError` if a head's ``num_classes`` or a palette differs from the number
-    of a dataset's classes."""
+    """:class:`ClassCountError` if a head's ``num_classes`` differs from a dataset's classes."""
     for split, dataset_cfg in walk.split_datasets(cfg, splits):
-        if (classes := walk.dataset_classes(dataset_cfg)) is None:
-            continue
-        names = f"{len(classes)} classes ({first_items(classes, 6)})"
+        classes = walk.dataset_classes(dataset_cfg) or ()
         for name, head in walk.heads(cfg.get("model")):
-            if head["num_classes"] != len(classes):
-                knob = f"Set model.{name}.num_classes={len(classes)} or change the classes"
-                if "palette" in cfg:  # the custom template: its variables set head and data
-                    knob = "Edit the classes and palette variables (--cfg-options classes=...)"
+            if classes and head["num_classes"] != len(classes):
                 raise ClassCountError(
                     f"model.{name}.num_classes={head['num_classes']} but the {split}_dataloader "
-                    f"dataset ({dataset_cfg.get('type')}) has {names}. {knob}"
+                    f"dataset ({dataset_cfg.get('type')}) has {len(classes)} classes "
+                    f"({first_items(classes, 6)}): set num_classes={len(classes)} or the classes"
                 )
-        palette = (dataset_cfg.get("metainfo") or {}).get("palette")
-        # a subset of the dataset class's own classes takes its colours from the class
-        subset = "classes" in walk.dataset_class_metainfo(dataset_cfg)
-        if palette and len(palette) != len(classes) and not subset:
-            raise ClassCountError(
-                f"the {split}_dataloader dataset has {names} but {len(palette)} palette colours:"
-                " give palette one RGB colour per class (--cfg-options palette=...)"
-            )
 
 
 def sample_error(err: BaseException) -> Optional[str]:
-    """The one line of an error that a bad file raised while loading (in a DataLoader worker
-    too): hamseg's, or mmcv's for a missing or undecodable file; None for any other error."""
+    """The one line of a bad file's error while loading (in a DataLoader worker too), or None."""
     line = one_line(err)
     missing = isinstance(err, FileNotFoundError) and "No such file or directory" in line
     if isinstance(err, InvalidSampleError) or missing:
@@ -141,22 +124,6 @@ class DatasetReport:
         return f"{count} in {self.num_samples} {self.split} samples"
 
 
-def _check_sample(item: tuple[dict, dict, int, int, dict]) -> list[str]:
-    """The problems of one sample: (its image and label load steps, class count, ignore index,
-    mmseg's data info)."""
-    image_step, label_step, num_classes, ignore, info = item
-    try:
-        img = read_image(info["img_path"], image_step)
-        if "seg_map_path" not in info:  # a split without labels
-            return []
-        raw = read_image(path := info["seg_map_path"], label_step, "label").squeeze()
-    except InvalidSampleError as err:
-        return [str(err)]
-    reduce, label_map = info.get("reduce_zero_label", False), info.get("label_map")
-    found = label_problems(raw, num_classes, ignore, reduce, label_map, img.shape)
-    return [f"label file {path!r}: {'; '.join(found)} (image {info['img_path']!r})"] * bool(found)
-
-
 def validate_splits(
     cfg: Config, splits: Optional[Sequence[str]] = None, workers: int = 1, progress: bool = True
 ) -> list[DatasetReport]:
@@ -165,10 +132,7 @@ def validate_splits(
     checked against the dataset's classes and the head's ``ignore_index`` (255)."""
     defined = walk.defined_splits(cfg)
     if missing := [s for s in splits or defined or ["a"] if s not in defined]:
-        raise DatasetNotFoundError(
-            f"the config has no {missing[0]}_dataloader with a dataset (it defines: "
-            f"{', '.join(defined) or 'none'})"
-        )
+        raise DatasetNotFoundError(f"the config has no {missing[0]}_dataloader with a dataset")
     splits = [s for s in defined if not splits or s in splits]
     check_dataset_paths(cfg, splits)
     init_default_scope(cfg.get("default_scope", "mmseg"))
@@ -190,9 +154,9 @@ def validate_splits(
             items += [(*load, dataset.get_data_info(i)) for i in range(len(dataset))]
         bar = sys.stderr if progress else io.StringIO()
         if workers > 1:
-            found = track_parallel_progress(_check_sample, items, workers, file=bar, chunksize=16)
+            found = track_parallel_progress(sample_problems, items, workers, file=bar, chunksize=16)
         else:
-            found = track_progress(_check_sample, items, file=bar)
+            found = track_progress(sample_problems, items, file=bar)
         seen[key] = DatasetReport(split, len(items), [p for problems in found for p in problems])
         reports.append(seen[key])
     return reports

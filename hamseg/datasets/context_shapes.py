@@ -162,10 +162,7 @@ def generate_context_shapes(
 ) -> dict[str, Any]:
     """Write the dataset of ``cfg`` into ``out_dir``; returns the options written there."""
     cfg = cfg or ContextShapesConfig()
-
-    def draw(split: str, index: int) -> tuple[np.ndarray, np.ndarray]:
-        return draw_sample(sample_rng(cfg.seed, split, index), cfg)[:2]
-
+    draw = lambda split, index: draw_sample(sample_rng(cfg.seed, split, index), cfg)[:2]
     return write_dataset(out_dir, INFO_NAME, cfg.to_json(), draw, progress)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Optional
 
 import cv2
@@ -49,37 +48,35 @@ def read_image(path: str, step: Optional[dict] = None, what: str = "image") -> n
     return array
 
 
-def label_problems(
-    raw: np.ndarray,
-    num_classes: int,
-    ignore_index: int = 255,
-    reduce_zero_label: bool = False,
-    label_map: Optional[dict] = None,
-    image_shape: Optional[Sequence[int]] = None,
-) -> list[str]:
-    """What is wrong with a raw label map: valid values map into ``[0, num_classes)`` or to
-    ``ignore_index`` by mmseg's ``reduce_zero_label`` and ``label_map``; > 255 never is."""
-    if raw.ndim != 2:
-        return [f"a label map must have one channel, but its shape is {tuple(raw.shape)}"]
+def sample_problems(sample: tuple[dict, dict, int, int, dict]) -> list[str]:
+    """The problems of one sample: (its pipeline's image and label load steps, class count,
+    ignore index, mmseg's data info). A label value is valid if mmseg's ``reduce_zero_label``
+    and ``label_map`` map it into ``[0, num_classes)`` or to the ignore index; > 255 never is."""
+    image_step, label_step, num_classes, ignore, info = sample
+    try:
+        img = read_image(info["img_path"], image_step)
+        if "seg_map_path" not in info:  # a split without labels
+            return []
+        raw = read_image(path := info["seg_map_path"], label_step, "label").squeeze()
+    except InvalidSampleError as err:
+        return [str(err)]
     problems = []
-    if image_shape is not None and raw.shape != tuple(image_shape[:2]):
-        h, w = image_shape[:2]
-        problems.append(
-            f"label size {raw.shape[0]}x{raw.shape[1]} differs from the image's {h}x{w}"
-        )
+    if raw.shape != img.shape[:2]:
+        problems.append(f"label shape {raw.shape} differs from the image's {img.shape[:2]}")
     lut = np.arange(256)  # raw value -> label, as mmseg's LoadAnnotations maps it
-    if reduce_zero_label:
+    if reduce := info.get("reduce_zero_label", False):
         lut = np.where((lut == 0) | (lut == 255), 255, lut - 1)
     source = lut.copy()
-    for old, new in (label_map or {}).items():
+    for old, new in (label_map := info.get("label_map") or {}).items():
         lut[source == old] = new
     values = np.unique(raw).astype(np.int64)
     mapped = lut[np.clip(values, 0, 255)]
-    bad = (values > 255) | ((mapped >= num_classes) | (mapped < 0)) & (mapped != ignore_index)
+    bad = (values > 255) | ((mapped < 0) | (mapped >= num_classes)) & (mapped != ignore)
     if bad.any():
-        how = " after reduce_zero_label" * reduce_zero_label + " and label_map" * bool(label_map)
+        how = " after reduce_zero_label" * reduce + " and label_map" * bool(label_map)
         problems.append(
             f"label values [{first_items(values[bad].tolist(), 20)}] are outside "
-            f"[0, {num_classes}){how} and are not the ignore index {ignore_index}"
+            f"[0, {num_classes}){how} and are not the ignore index {ignore}"
         )
-    return problems
+    line = f"label file {path!r}: {'; '.join(problems)} (image {info['img_path']!r})"
+    return [line] if problems else []
