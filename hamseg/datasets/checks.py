@@ -1,5 +1,4 @@
-"""The data checks of a config (folders, split files, class counts) and of every sample of its
-splits (the scan before iteration 1 and tools/validate_dataset.py), one line per problem."""
+"""The data checks: a config's folders, split files and class counts, then every sample."""
 
 from __future__ import annotations
 
@@ -37,11 +36,8 @@ HINTS = (
         "Put your images and label maps there, or point data_root at them (--cfg-options "
         "data_root=PATH); docs/custom_dataset.md",
     ),
+    (("",), "See data/README.md for how to download and prepare the datasets"),
 )
-
-
-class DatasetNotFoundError(FileNotFoundError):
-    """A dataset folder or split file does not exist."""
 
 
 class ClassCountError(ValueError):
@@ -53,8 +49,7 @@ def prepare_hint(dataset_cfg: dict) -> str:
     text = " ".join(str(dataset_cfg.get(k)) for k in ("type", "data_root", "ann_file"))
     root = osp.normpath(str(dataset_cfg.get("data_root") or "data/context_shapes"))
     words = text.lower().replace("_", "")
-    default = "See data/README.md for how to download and prepare the datasets"
-    hint = next((h for keys, h in HINTS if any(k in words for k in keys)), default)
+    hint = next(h for keys, h in HINTS if any(k in words for k in keys))
     return hint.format(root=shlex.quote(root), devkit=shlex.quote(osp.dirname(root)))
 
 
@@ -65,7 +60,7 @@ def data_path(dataset_cfg: dict, path: str) -> str:
 
 
 def check_dataset_paths(cfg: Config, splits: Optional[Sequence[str]] = None) -> None:
-    """:class:`DatasetNotFoundError` for a missing folder or split file, then the class counts."""
+    """:class:`FileNotFoundError` for a missing folder or split file, then the class counts."""
     for split, dataset_cfg in walk.split_datasets(cfg, splits):
         root = osp.expanduser(dataset_cfg.get("data_root") or ".")
         prefix = (dataset_cfg.get("data_prefix") or {}).items()
@@ -75,11 +70,8 @@ def check_dataset_paths(cfg: Config, splits: Optional[Sequence[str]] = None) -> 
         if ann_file and not osp.isfile(ann_file := data_path(dataset_cfg, ann_file)):
             missing.append(f"split file (ann_file) {ann_file}")
         if missing:
-            raise DatasetNotFoundError(
-                f"{split}_dataloader ({dataset_cfg.get('type', 'dataset')}, data_root="
-                f"{dataset_cfg.get('data_root')!r}): not found: {missing[0]}. "
-                + prepare_hint(dataset_cfg)
-            )
+            where = f"{split}_dataloader ({dataset_cfg.get('type')}): not found: {missing[0]}"
+            raise FileNotFoundError(f"{where}. {prepare_hint(dataset_cfg)}")
     check_num_classes(cfg, splits)
 
 
@@ -97,14 +89,12 @@ def check_num_classes(cfg: Config, splits: Optional[Sequence[str]] = None) -> No
 
 
 def sample_error(err: BaseException) -> Optional[str]:
-    """The one line of a bad file's error while loading (in a DataLoader worker too), or None."""
+    """The one line of a bad file's error while loading (in a DataLoader worker too), or None:
+    hamseg's, or mmcv's for a missing file or an image it cannot decode."""
     line = one_line(err)
     missing = isinstance(err, FileNotFoundError) and "No such file or directory" in line
-    if isinstance(err, InvalidSampleError) or missing:
-        return line
-    if isinstance(err, AssertionError) and line.startswith("failed to load image: "):
-        return f"image file {line.split(': ', 1)[1]!r} is corrupt or not an image"
-    return None
+    corrupt = isinstance(err, AssertionError) and line.startswith("failed to load image: ")
+    return line if isinstance(err, InvalidSampleError) or missing or corrupt else None
 
 
 @dataclass
@@ -119,20 +109,18 @@ class DatasetReport:
     def summary(self) -> str:
         if self.same_as:
             return f"{self.split}: the {self.same_as} samples (checked above)"
-        n = len(self.problems)
-        count = f"{n} problem{'s' * (n != 1)}" if n else "no problems"
+        count = f"{n} problem{'s' * (n != 1)}" if (n := len(self.problems)) else "no problems"
         return f"{count} in {self.num_samples} {self.split} samples"
 
 
 def validate_splits(
     cfg: Config, splits: Optional[Sequence[str]] = None, workers: int = 1, progress: bool = True
 ) -> list[DatasetReport]:
-    """:func:`check_dataset_paths`, then every sample of the splits (default: all defined) read
-    as their pipelines read them, in ``workers`` processes: a report per split. Labels are
-    checked against the dataset's classes and the head's ``ignore_index`` (255)."""
+    """:func:`check_dataset_paths`, then every sample of the splits (default: all) read as their
+    pipelines read them, in ``workers`` processes, labels against the head's ``ignore_index``."""
     defined = walk.defined_splits(cfg)
     if missing := [s for s in splits or defined or ["a"] if s not in defined]:
-        raise DatasetNotFoundError(f"the config has no {missing[0]}_dataloader with a dataset")
+        raise FileNotFoundError(f"the config has no {missing[0]}_dataloader with a dataset")
     splits = [s for s in defined if not splits or s in splits]
     check_dataset_paths(cfg, splits)
     init_default_scope(cfg.get("default_scope", "mmseg"))

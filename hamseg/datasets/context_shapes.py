@@ -1,16 +1,17 @@
-"""Context Shapes: grey "players" whose team (class) only a flag's colour on the far side of the
-image gives (docs/demo.md); the same options write the same bytes."""
+"""Context Shapes: only a far flag's colour gives the grey players' team (docs/demo.md)."""
 
 from __future__ import annotations
 
-import json
 import os
 import os.path as osp
 import shutil
 from dataclasses import asdict, dataclass
+from glob import glob
 from typing import Any, Callable, Optional
 
 import cv2
+import mmcv
+import mmengine
 import numpy as np
 from mmseg.datasets import BaseSegDataset
 from mmseg.registry import DATASETS
@@ -29,8 +30,7 @@ DIRS = ("img_dir", "ann_dir")
 
 @dataclass
 class ContextShapesConfig:
-    """Generator options (sizes in pixels or fractions of ``size``); ``label_flags``: the flag
-    band gets its own class (``<colour> flag``), else it is background."""
+    """Generator options; ``label_flags``: the flag band is class ``<colour> flag``."""
 
     size: int = 128
     num_train: int = 400
@@ -70,10 +70,11 @@ def flag_region(side: str, size: int, flag_frac: float) -> tuple[slice, slice]:
 
 
 def draw_sample(
-    rng: np.random.Generator, cfg: ContextShapesConfig, team: Optional[int] = None
+    cfg: ContextShapesConfig, split: str, index: int, team: Optional[int] = None
 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """RGB image, labels (``1 + team`` on every player) and the ``team`` and flag ``side``; a
-    forced ``team`` draws the same random numbers: only the flag's colour and the class change."""
+    """RGB image, labels (``1 + team`` on the players), ``team`` and flag ``side`` of sample
+    ``index`` of ``split``; a forced ``team`` changes only the flag's colour and the class."""
+    rng = np.random.default_rng([DESIGN_VERSION, cfg.seed, SPLITS.index(split), index])
     size = cfg.size  # background: a random base colour, low-frequency blobs, pixel noise
     base = rng.uniform(70, 130) + rng.uniform(-12, 12, size=3)
     low = rng.normal(0.0, 14.0, size=(6, 6, 3)).astype(np.float32)
@@ -110,45 +111,30 @@ def draw_sample(
     return np.clip(np.round(img), 0, 255).astype(np.uint8), label, dict(team=team, side=side)
 
 
-def sample_rng(seed: int, split: str, index: int) -> np.random.Generator:
-    """The generator of sample ``index`` of ``split``: independent of every other sample."""
-    return np.random.default_rng([DESIGN_VERSION, seed, SPLITS.index(split), index])
-
-
 def is_complete(out_dir: str, info_name: str, version: int, info: Optional[dict] = None) -> bool:
-    """Whether ``out_dir`` holds the PNGs its ``info_name`` JSON counts, drawn by ``version``
-    (and with the options ``info``)."""
-    if not osp.isfile(path := osp.join(out_dir, info_name)):
-        return False
-    with open(path, encoding="utf-8") as f:
-        written = json.load(f)
+    """Whether ``out_dir`` holds the PNGs its ``info_name`` (``info``, if given) counts."""
+    path = osp.join(out_dir, info_name)
+    written = mmengine.load(path) if osp.isfile(path) else {}
     if written.get("design_version") != version or info not in (None, written):
         return False
     folders = [(osp.join(out_dir, d, s), written[f"num_{s}"]) for d in DIRS for s in SPLITS]
-    return all(
-        osp.isdir(d) and sum(f.endswith(".png") for f in os.listdir(d)) == n for d, n in folders
-    )
+    return all(len(glob(osp.join(d, "*.png"))) == n for d, n in folders)
 
 
-def write_dataset(
-    out_dir: str, info_name: str, info: dict, draw: Callable, progress: bool = True
-) -> dict:
+def write_dataset(root: str, name: str, info: dict, draw: Callable, progress: bool = True) -> dict:
     """``img_dir/<split>/NNNNNN.png`` and ``ann_dir/...`` of ``draw(split, index) -> (RGB image,
     labels)``, then ``info`` (an interrupted run is never complete), over an earlier run."""
-    if osp.exists(osp.join(out_dir, info_name)):
-        os.remove(osp.join(out_dir, info_name))
-    for folder in (osp.join(out_dir, d, s) for d in DIRS for s in SPLITS):
+    mmengine.dump({}, osp.join(root, name))  # no counts: incomplete until the end
+    for folder in (osp.join(root, d, s) for d in DIRS for s in SPLITS):
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)
     jobs = [(s, i) for s in SPLITS for i in range(info[f"num_{s}"])]
-    for split, i in tqdm(jobs, desc=info_name[:-5], unit="img", disable=not progress):
+    for split, i in tqdm(jobs, desc=name[:-5], unit="img", disable=not progress):
         for sub, array in zip(DIRS, draw(split, i)):
-            path = osp.join(out_dir, sub, split, f"{i:06d}.png")
+            path = osp.join(root, sub, split, f"{i:06d}.png")
             array = cv2.cvtColor(array, cv2.COLOR_RGB2BGR) if array.ndim == 3 else array
-            if not cv2.imwrite(path, array, [cv2.IMWRITE_PNG_COMPRESSION, 3]):  # the same bytes
-                raise OSError(f"could not write {path}")
-    with open(osp.join(out_dir, info_name), "w", encoding="utf-8") as f:
-        json.dump(info, f, indent=2)
+            mmcv.imwrite(array, path, [cv2.IMWRITE_PNG_COMPRESSION, 3])  # the same bytes
+    mmengine.dump(info, osp.join(root, name), indent=2)
     return info
 
 
@@ -162,7 +148,7 @@ def generate_context_shapes(
 ) -> dict[str, Any]:
     """Write the dataset of ``cfg`` into ``out_dir``; returns the options written there."""
     cfg = cfg or ContextShapesConfig()
-    draw = lambda split, index: draw_sample(sample_rng(cfg.seed, split, index), cfg)[:2]
+    draw = lambda split, index: draw_sample(cfg, split, index)[:2]
     return write_dataset(out_dir, INFO_NAME, cfg.to_json(), draw, progress)
 
 

@@ -22,7 +22,7 @@ def write_split_files(cfg: Config, val_fraction: float = 0.2, seed: int = 0) -> 
     if not 0 < val_fraction < 1:
         raise UsageError(f"--val-fraction {val_fraction}: give a fraction between 0 and 1")
     (_, train), (_, val) = [next(split_datasets(cfg, (s,)), (s, {})) for s in ("train", "val")]
-    if not train.get("ann_file") or train.get("ann_file") == val.get("ann_file"):
+    if len({train.get("ann_file"), val.get("ann_file")} - {None, ""}) != 2:
         raise UsageError(
             "--write-splits is for a flat layout: set split_dir (img_dir and ann_dir naming the "
             "two folders) in your copy of configs/custom/hamhead-nmf_r18-d8_custom.py"
