@@ -21,12 +21,13 @@ from PIL import Image
 from scipy.io import savemat
 
 from hamseg.cli import build_config
-from hamseg.datasets.checks import prepare_commands, validate_splits
+from hamseg.datasets.checks import validate_splits
 from hamseg.evaluation import voc_palette
 from tests.conftest import REPO
 
-VOC_AUG = prepare_commands()["voc_aug"]
-CONTEXT = prepare_commands()["pascal_context"]
+TOOL = "python tools/dataset_converters/"  # the commands of data/README.md and the data checks
+VOC_AUG = f"{TOOL}voc_aug.py data/VOCdevkit data/VOCdevkit/VOCaug"
+CONTEXT = f"{TOOL}pascal_context.py data/VOCdevkit data/VOCdevkit/VOC2010/trainval_merged.json"
 #: The 59 PASCAL Context classes as ids of the 459 labels (labels.txt), mmseg's class order.
 CONTEXT59_IDS = [2, 9, 18, 19, 22, 23, 25, 31, 33, 34, 44, 45, 46, 59, 65, 68, 72, 80, 85, 98]
 CONTEXT59_IDS += [104, 105, 113, 115, 144, 158, 159, 162, 187, 189, 207, 220, 232, 258, 259]
