@@ -89,8 +89,7 @@ def check_num_classes(cfg: Config, splits: Optional[Sequence[str]] = None) -> No
 
 
 def sample_error(err: BaseException) -> Optional[str]:
-    """The one line of a bad file's error while loading (in a DataLoader worker too), or None:
-    hamseg's, or mmcv's for a missing file or an image it cannot decode."""
+    """The one line of a bad file's error while loading (in a DataLoader worker too), or None."""
     line = one_line(err)
     missing = isinstance(err, FileNotFoundError) and "No such file or directory" in line
     corrupt = isinstance(err, AssertionError) and line.startswith("failed to load image: ")
@@ -136,7 +135,10 @@ def validate_splits(
         items = []
         for leaf in leaves:
             steps = {str(s.get("type")).split(".")[-1]: s for s in leaf.get("pipeline") or []}
-            dataset = DATASETS.build(dict(leaf, pipeline=[], lazy_init=False))
+            try:
+                dataset = DATASETS.build(dict(leaf, pipeline=[], lazy_init=False))
+            except ValueError as err:  # e.g. mmseg's "palette does not match classes"
+                raise ClassCountError(f"the {split}_dataloader dataset: {one_line(err)}") from None
             load = (steps.get("LoadImageFromFile"), steps.get("LoadAnnotations"))
             load += (len(dataset.metainfo["classes"]), ignore)
             items += [(*load, dataset.get_data_info(i)) for i in range(len(dataset))]

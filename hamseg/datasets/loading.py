@@ -24,10 +24,8 @@ def read_image(path: str, step: Optional[dict] = None, what: str = "image") -> n
     backend = step.get("imdecode_backend", "pillow" if what == "label" else "cv2")
     try:
         data = fileio.get(path, backend_args=step.get("backend_args"))
-    except FileNotFoundError:
-        raise InvalidSampleError(f"{what} file {path!r} does not exist") from None
-    except OSError as err:
-        raise InvalidSampleError(f"{what} file {path!r} cannot be read: {err.strerror}") from None
+    except OSError as err:  # missing, a folder, no permission
+        raise InvalidSampleError(f"{what} file {path!r}: {err.strerror}") from None
     # a cut JPEG decodes with grey rows on some OpenCV builds: no end marker after its last scan
     scan = data.rfind(b"\xff\xda")
     if data[:2] == b"\xff\xd8" and (scan < 0 or data.rfind(b"\xff\xd9") < scan):

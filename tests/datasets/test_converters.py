@@ -153,7 +153,7 @@ def test_voc_labels_mode_writes_the_release_union_where_voc_wins(voc_tree, relea
     data scan names the 2 VOC-only labels it lacks."""
     assert run(VOC_AUG).returncode == 0
     (report,) = validate_splits(stage2_release_labels(), ("train",), progress=False)
-    assert len(report.problems) == 2 and all("does not exist" in p for p in report.problems)
+    assert len(report.problems) == 2 and all("No such file" in p for p in report.problems)
     out = run(VOC_AUG, "--voc-labels")
     assert out.returncode == 0, out.stderr[-3000:]
     assert "7 PNGs in data/VOCdevkit/VOC2012/SegmentationClassAug" in out.stdout

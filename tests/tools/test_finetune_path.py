@@ -156,7 +156,7 @@ def test_a_bad_label_stops_before_iteration_1_naming_the_file(tmp_path, tool):
     line = one_line_error(proc)
     assert "bad sample(s) before the first iteration" in line, line
     assert "masks/val/001_mask.png" in proc.stderr and "[7] are outside [0, 3)" in proc.stderr
-    assert "masks/val/002_mask.png' does not exist" in proc.stderr
+    assert "masks/val/002_mask.png': No such file" in proc.stderr
     assert "Iter(" not in proc.stdout
 
 
