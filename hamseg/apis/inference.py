@@ -20,7 +20,7 @@ from torch import nn
 
 from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.compat.package_lookup import PACKAGE_DIR, config_file
-from hamseg.datasets.loading import InvalidSampleError, read_image_rgb
+from hamseg.datasets.loading import InvalidSampleError, read_image
 from hamseg.utils.config import dataset_class_metainfo, split_datasets
 from hamseg.utils.errors import UsageError, require_file
 
@@ -139,15 +139,15 @@ def segment_images(
     os.makedirs(out_dir, exist_ok=True)
     for path in paths:
         try:
-            rgb = read_image_rgb(path)
+            bgr = read_image(path)  # as mmseg's LoadImageFromFile reads it
         except InvalidSampleError as err:
             yield path, str(err)
             continue
-        result = inference_model(model, np.ascontiguousarray(rgb[:, :, ::-1]))  # mmseg: BGR
+        result = inference_model(model, bgr)
         name = osp.relpath(path, inputs_root) if inputs_root else osp.basename(path)
         stem = osp.join(out_dir, osp.splitext(name)[0].replace(os.sep, "__"))
         overlay, label = f"{stem}_overlay.png", result.pred_sem_seg.data[0].cpu().numpy()
-        drawer.add_datasample(stem, rgb, result, False, out_file=overlay, with_labels=with_labels)
+        drawer.add_datasample(stem, bgr[:, :, ::-1], result, False, out_file=overlay, with_labels=with_labels)
         if save_label:
             cv2.imwrite(f"{stem}_label.png", label.astype(np.uint8))
         yield path, None

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 
 from mmengine.config import Config
 
-from hamseg.datasets.checks import data_cfg_options, sample_error, validate_splits
+from hamseg.datasets.checks import sample_error, validate_splits
 from hamseg.datasets.loading import InvalidSampleError
 from hamseg.utils.config import defined_splits
 
@@ -31,7 +31,13 @@ def validate_command(config: str, argv: Sequence[str] | None = None) -> str:
             inside = False
         elif inside:
             found.append(arg)
-    options = data_cfg_options(["--cfg-options", *found])
+    return ["--cfg-options", *found] if found else []
+
+
+def validate_command(config: str, argv: Sequence[str] | None = None) -> str:
+    """tools/validate_dataset.py on ``config`` with the ``--cfg-options`` of ``argv`` (default:
+    this command line): the command that lists every bad sample of what this run reads."""
+    options = cfg_options_argv(sys.argv[1:] if argv is None else argv)
     return shlex.join(["python", "tools/validate_dataset.py", config, *options])
 
 

@@ -1,5 +1,4 @@
-"""The data checks, the Context Shapes demo dataset and the release's training rescale that hamseg
-registers into mmseg."""
+"""The data checks, Context Shapes and the release's training rescale that hamseg registers."""
 
 from .context_shapes import ContextShapesDataset
 from .release_rescale import HamReleaseRescale

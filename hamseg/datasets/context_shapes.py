@@ -1,52 +1,36 @@
-"""Context Shapes: a generated dataset where only global context decides the class (docs/demo.md).
-
-Grey "players" look alike whatever their team; the team (class) is given only by the colour of a
-flag on the far side of the image. Sample ``i`` of split ``s`` is drawn from a generator seeded
-with ``(design version, seed, s, i)``: the same options write the same bytes.
-"""
+"""Context Shapes: only a far flag's colour gives the grey players' team (docs/demo.md)."""
 
 from __future__ import annotations
 
-import json
 import os
 import os.path as osp
-from dataclasses import asdict, dataclass, field
+import shutil
+from dataclasses import asdict, dataclass
+from glob import glob
 from typing import Any, Callable, Optional
 
 import cv2
+import mmcv
+import mmengine
 import numpy as np
 from mmseg.datasets import BaseSegDataset
 from mmseg.registry import DATASETS
 from tqdm import tqdm
 
-#: Version of the design; bumped whenever the same options would draw different images.
-DESIGN_VERSION = 1
+DESIGN_VERSION = 1  # bumped whenever the same options would draw different images
 SPLITS = ("train", "val")
-#: RGB colour of each team's flag, in class order (class ``1 + t`` is team ``t``).
-TEAM_COLOURS: tuple[tuple[int, int, int], ...] = ((215, 45, 45), (40, 170, 70), (50, 95, 225))
-CLASSES: tuple[str, ...] = (
-    "background",
-    *(f"{c} {part}" for part in ("team", "flag") for c in ("red", "green", "blue")),
-)
-#: Players in the team colour, flags in a darker shade.
-PALETTE: list[list[int]] = (
-    [[0, 0, 0]] + [list(c) for c in TEAM_COLOURS] + [[c // 2 for c in t] for t in TEAM_COLOURS]
-)
+TEAM_COLOURS = ((215, 45, 45), (40, 170, 70), (50, 95, 225))  # RGB; class 1 + t is team t
+CLASSES = ("background", *(f"{c} {p}" for p in ("team", "flag") for c in ("red", "green", "blue")))
+PALETTE = [[0, 0, 0], *map(list, TEAM_COLOURS), *([v // 2 for v in c] for c in TEAM_COLOURS)]
 SIDES = ("left", "right", "top", "bottom")
 SHAPES = ("circle", "square", "triangle", "diamond")
-INFO_NAME = "context_shapes.json"  # the options, written into the dataset folder last
+INFO_NAME = "context_shapes.json"
 DIRS = ("img_dir", "ann_dir")
-
-
-def glob(folder: str) -> list[str]:
-    """The ``.png`` files of a folder."""
-    return [osp.join(folder, p) for p in os.listdir(folder) if p.endswith(".png")]
 
 
 @dataclass
 class ContextShapesConfig:
-    """Generator options (sizes in pixels or fractions of ``size``); ``label_flags``: the flag
-    band gets its own class (``<colour> flag``), else it is background."""
+    """Generator options; ``label_flags``: the flag band is class ``<colour> flag``."""
 
     size: int = 128
     num_train: int = 400
@@ -55,27 +39,20 @@ class ContextShapesConfig:
     min_objects: int = 2
     max_objects: int = 4
     flag_frac: float = 0.125
-    object_frac: tuple[float, float] = field(default=(0.09, 0.15))
+    object_frac: tuple[float, float] = (0.09, 0.15)
     label_flags: bool = True
 
     def to_json(self) -> dict[str, Any]:
-        """The options plus the design version, as written to ``context_shapes.json``."""
-        return {
-            **asdict(self),
-            "object_frac": list(self.object_frac),
-            "design_version": DESIGN_VERSION,
-        }
+        return dict(asdict(self), object_frac=[*self.object_frac], design_version=DESIGN_VERSION)
 
 
 def shape_mask(shape: str, cx: float, cy: float, r: float, size: int) -> np.ndarray:
-    """Boolean mask of one player of the given shape, centre and radius."""
+    """Boolean (size, size) mask of one player of the given shape, centre and radius."""
     mask = np.zeros((size, size), np.uint8)
     if shape == "circle":
         cv2.circle(mask, (int(round(cx)), int(round(cy))), int(round(r)), 1, thickness=-1)
         return mask.astype(bool)
-    s = 0.85 * r
-    a = 0.95 * r
-    b = 0.75 * r
+    s, a, b = 0.85 * r, 0.95 * r, 0.75 * r
     corners = {
         "square": [[-s, -s], [s, -s], [s, s], [-s, s]],
         "triangle": [[0, -r], [a, b], [-a, b]],
@@ -86,18 +63,18 @@ def shape_mask(shape: str, cx: float, cy: float, r: float, size: int) -> np.ndar
 
 
 def flag_region(side: str, size: int, flag_frac: float) -> tuple[slice, slice]:
-    """(rows, cols) slices of the flag band on ``side``."""
+    """(rows, cols) of the flag band on ``side``."""
     w = max(2, int(round(size * flag_frac)))
     band = slice(0, w) if side in ("left", "top") else slice(size - w, size)
     return (slice(0, size), band) if side in ("left", "right") else (band, slice(0, size))
 
 
 def draw_sample(
-    rng: np.random.Generator, cfg: ContextShapesConfig, team: Optional[int] = None
+    cfg: ContextShapesConfig, split: str, index: int, team: Optional[int] = None
 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """``(img, label, meta)``: RGB uint8 (size, size, 3), uint8 labels (``1 + team`` on every
-    player) and ``team``, ``side`` and the ``objects`` drawn. A forced ``team`` consumes the same
-    random numbers: only the flag's colour and the players' class change (the cue decides)."""
+    """RGB image, labels (``1 + team`` on the players), ``team`` and flag ``side`` of sample
+    ``index`` of ``split``; a forced ``team`` changes only the flag's colour and the class."""
+    rng = np.random.default_rng([DESIGN_VERSION, cfg.seed, SPLITS.index(split), index])
     size = cfg.size  # background: a random base colour, low-frequency blobs, pixel noise
     base = rng.uniform(70, 130) + rng.uniform(-12, 12, size=3)
     low = rng.normal(0.0, 14.0, size=(6, 6, 3)).astype(np.float32)
@@ -109,82 +86,55 @@ def draw_sample(
     side = SIDES[int(rng.integers(len(SIDES)))]
     rows, cols = flag_region(side, size, cfg.flag_frac)
     flag_rgb = np.asarray(TEAM_COLOURS[team], np.float64) + rng.uniform(-15, 15, size=3)
-    band = (rows.stop - rows.start, cols.stop - cols.start, 3)
-    img[rows, cols] = flag_rgb + rng.normal(0.0, 6.0, size=band)
+    img[rows, cols] = flag_rgb + rng.normal(0.0, 6.0, size=img[rows, cols].shape)
     if cfg.label_flags:
         label[rows, cols] = 1 + len(TEAM_COLOURS) + team
     h = size // 2  # players go into the half opposite the flag
-    x0 = h if side == "left" else 0
-    y0 = h if side == "top" else 0
-    x1 = size - h if side == "right" else size
-    y1 = size - h if side == "bottom" else size
+    x0, y0 = (h if side == "left" else 0), (h if side == "top" else 0)
+    x1, y1 = (size - h if side == "right" else size), (size - h if side == "bottom" else size)
     n = int(rng.integers(cfg.min_objects, cfg.max_objects + 1))
-    rmin = cfg.object_frac[0] * size
-    rmax = cfg.object_frac[1] * size
-    objects: list[dict[str, Any]] = []
-    occupied = np.zeros((size, size), bool)
+    occupied, placed = np.zeros((size, size), bool), 0
     for _ in range(n * 30):  # rejection sampling of non-touching players
-        if len(objects) == n:
+        if placed == n:
             break
-        r = rng.uniform(rmin, rmax)
-        cx = rng.uniform(x0 + r + 1, x1 - r - 1)
-        cy = rng.uniform(y0 + r + 1, y1 - r - 1)
+        r = rng.uniform(cfg.object_frac[0] * size, cfg.object_frac[1] * size)
+        cx, cy = rng.uniform(x0 + r + 1, x1 - r - 1), rng.uniform(y0 + r + 1, y1 - r - 1)
         shape = SHAPES[int(rng.integers(len(SHAPES)))]
         mask = shape_mask(shape, cx, cy, r, size)
         grown = cv2.dilate(mask.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
         if (grown & occupied).any():
             continue
         occupied |= mask
-        # The player's look is independent of its team: one neutral grey plus noise.
-        grey = rng.uniform(185, 245)
+        grey = rng.uniform(185, 245)  # the player's look is independent of its team
         img[mask] = grey + rng.normal(0.0, 5.0, size=(int(mask.sum()), 1))
-        label[mask] = 1 + team
-        objects.append(dict(shape=shape, cx=cx, cy=cy, r=r, grey=grey, label=1 + team))
-    meta = dict(team=team, side=side, objects=objects)
-    return np.clip(np.round(img), 0, 255).astype(np.uint8), label, meta
-
-
-def sample_rng(seed: int, split: str, index: int) -> np.random.Generator:
-    """The generator of sample ``index`` of ``split``: independent of every other sample."""
-    return np.random.default_rng([DESIGN_VERSION, seed, SPLITS.index(split), index])
+        label[mask], placed = 1 + team, placed + 1
+    return np.clip(np.round(img), 0, 255).astype(np.uint8), label, dict(team=team, side=side)
 
 
 def is_complete(out_dir: str, info_name: str, version: int, info: Optional[dict] = None) -> bool:
-    """Whether ``out_dir`` holds every PNG its ``info_name`` JSON counts, drawn by generator
-    ``version`` (and with the options ``info``, when given)."""
+    """Whether ``out_dir`` holds the PNGs its ``info_name`` (``info``, if given) counts."""
     path = osp.join(out_dir, info_name)
-    if not osp.isfile(path):
+    written = mmengine.load(path) if osp.isfile(path) else {}
+    if written.get("design_version") != version or info not in (None, written):
         return False
-    with open(path, encoding="utf-8") as f:
-        written = json.load(f)
-    if written.get("design_version") != version or info is not None and written != info:
-        return False  # other options or another generator version draw different images
-    folders = [(osp.join(out_dir, d, s), written[f"num_{s}"]) for s in SPLITS for d in DIRS]
-    return all(osp.isdir(d) and len(glob(d)) == n for d, n in folders)
+    folders = [(osp.join(out_dir, d, s), written[f"num_{s}"]) for d in DIRS for s in SPLITS]
+    return all(len(glob(osp.join(d, "*.png"))) == n for d, n in folders)
 
 
-def write_dataset(
-    out_dir: str, info_name: str, info: dict, draw: Callable, progress: bool = True
-) -> dict:
-    """``img_dir/{train,val}/NNNNNN.png`` (RGB) and ``ann_dir/...`` (uint8 labels) of
-    ``draw(split, index) -> (image, label)`` for ``info["num_<split>"]`` samples, then ``info``
-    (so that an interrupted run is never complete); PNGs of a larger earlier run are removed."""
-    if osp.exists(osp.join(out_dir, info_name)):
-        os.remove(osp.join(out_dir, info_name))
-    for split, sub in ((s, d) for s in SPLITS for d in DIRS):
-        os.makedirs(osp.join(out_dir, sub, split), exist_ok=True)
-        for path in glob(osp.join(out_dir, sub, split)):  # stale files of a larger earlier run
-            if int(osp.basename(path)[:-4]) >= info[f"num_{split}"]:
-                os.remove(path)
+def write_dataset(root: str, name: str, info: dict, draw: Callable, progress: bool = True) -> dict:
+    """``img_dir/<split>/NNNNNN.png`` and ``ann_dir/...`` of ``draw(split, index) -> (RGB image,
+    labels)``, then ``info`` (an interrupted run is never complete), over an earlier run."""
+    mmengine.dump({}, osp.join(root, name))  # no counts: incomplete until the end
+    for folder in (osp.join(root, d, s) for d in DIRS for s in SPLITS):
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
     jobs = [(s, i) for s in SPLITS for i in range(info[f"num_{s}"])]
-    for split, i in tqdm(jobs, desc=info_name[:-5], unit="img", disable=not progress):
-        for sub, array in zip(DIRS, draw(split, i)):  # fixed compression: the same bytes
-            path = osp.join(out_dir, sub, split, f"{i:06d}.png")
+    for split, i in tqdm(jobs, desc=name[:-5], unit="img", disable=not progress):
+        for sub, array in zip(DIRS, draw(split, i)):
+            path = osp.join(root, sub, split, f"{i:06d}.png")
             array = cv2.cvtColor(array, cv2.COLOR_RGB2BGR) if array.ndim == 3 else array
-            if not cv2.imwrite(path, array, [cv2.IMWRITE_PNG_COMPRESSION, 3]):
-                raise OSError(f"could not write {path}")
-    with open(osp.join(out_dir, info_name), "w", encoding="utf-8") as f:
-        json.dump(info, f, indent=2)
+            mmcv.imwrite(array, path, [cv2.IMWRITE_PNG_COMPRESSION, 3])  # the same bytes
+    mmengine.dump(info, osp.join(root, name), indent=2)
     return info
 
 
@@ -198,21 +148,15 @@ def generate_context_shapes(
 ) -> dict[str, Any]:
     """Write the dataset of ``cfg`` into ``out_dir``; returns the options written there."""
     cfg = cfg or ContextShapesConfig()
-    if cfg.min_objects < 1 or cfg.max_objects < cfg.min_objects:
-        raise ValueError("need 1 <= min_objects <= max_objects")
-
-    def draw(split: str, index: int) -> tuple[np.ndarray, np.ndarray]:
-        return draw_sample(sample_rng(cfg.seed, split, index), cfg)[:2]
-
+    draw = lambda split, index: draw_sample(cfg, split, index)[:2]
     return write_dataset(out_dir, INFO_NAME, cfg.to_json(), draw, progress)
 
 
 @DATASETS.register_module()
 class ContextShapesDataset(BaseSegDataset):
-    """The generated dataset: ``.png`` images and label maps; 0 (background) is a real class."""
+    """The generated dataset: ``.png`` images and labels; 0 (background) is a class."""
 
     METAINFO = dict(classes=CLASSES, palette=PALETTE)
 
     def __init__(self, img_suffix: str = ".png", seg_map_suffix: str = ".png", **kwargs) -> None:
-        kwargs.setdefault("reduce_zero_label", False)
         super().__init__(img_suffix=img_suffix, seg_map_suffix=seg_map_suffix, **kwargs)

@@ -14,44 +14,27 @@ from hamseg.utils.errors import UsageError, first_items
 
 from .checks import data_path
 
-FLAT_LAYOUT = (
-    "set split_dir (img_dir and ann_dir naming the two folders) in your copy of "
-    "configs/custom/hamhead-nmf_r18-d8_custom.py, e.g. --cfg-options split_dir=splits "
-    "img_dir=images ann_dir=masks; docs/custom_dataset.md"
-)
-
 
 def write_split_files(cfg: Config, val_fraction: float = 0.2, seed: int = 0) -> str:
-    """Shuffle (``seed``) the images of the one folder that train and val read which have a label
-    map, write ``val_fraction`` of them (at least one) to val's split file (``ann_file``), the
-    rest to train's; never over an existing file. Returns one line saying what was written.
-    Raises :class:`UsageError` (not a flat layout, a split file exists, a bad fraction, fewer
-    than two labelled images) or FileNotFoundError (no image folder)."""
+    """Write a seeded ``val_fraction`` (at least one) of the labelled images of train's folder
+    to val's ``ann_file``, the rest to train's, never over a file; returns what was written."""
     if not 0 < val_fraction < 1:
         raise UsageError(f"--val-fraction {val_fraction}: give a fraction between 0 and 1")
-    found = {s: [leaf for _, leaf in split_datasets(cfg, (s,))] for s in ("train", "val")}
-    if any(len(leaves) != 1 for leaves in found.values()):
-        raise UsageError(f"--write-splits needs one train and one val dataset: {FLAT_LAYOUT}")
-    (train,), (val,) = found.values()
-    shared = ("data_root", "data_prefix", "img_suffix", "seg_map_suffix")
-    differ = [key for key in shared if train.get(key) != val.get(key)]
-    if differ or not train.get("ann_file") or train.get("ann_file") == val.get("ann_file"):
-        why = f"read different {', '.join(differ)}" if differ else "need their own ann_file"
-        raise UsageError(f"--write-splits is for a flat layout; train and val {why}: {FLAT_LAYOUT}")
-
+    (_, train), (_, val) = [next(split_datasets(cfg, (s,)), (s, {})) for s in ("train", "val")]
+    if len({train.get("ann_file"), val.get("ann_file")} - {None, ""}) != 2:
+        raise UsageError(
+            "--write-splits is for a flat layout: set split_dir (img_dir and ann_dir naming the "
+            "two folders) in your copy of configs/custom/hamhead-nmf_r18-d8_custom.py"
+        )
     files = [data_path(train, train["ann_file"]), data_path(val, val["ann_file"])]
     if existing := [f for f in files if osp.lexists(f)]:
-        raise UsageError(
-            f"--write-splits: {existing[0]} exists and is kept; delete it or set another split_dir"
-        )
+        raise UsageError(f"--write-splits: {existing[0]} exists and is kept; delete it or move it")
     prefix = train.get("data_prefix") or {}
     images = data_path(train, prefix.get("img_path", ""))
     labels = data_path(train, prefix.get("seg_map_path", ""))
     img_suffix, seg_suffix = train.get("img_suffix", ".jpg"), train.get("seg_map_suffix", ".png")
-    if not osp.isdir(images):
-        raise FileNotFoundError(f"image folder not found: {images} (data_root, img_dir)")
-    found_images = list_dir_or_file(images, list_dir=False, suffix=img_suffix, recursive=True)
-    names = sorted(name[: -len(img_suffix)] for name in found_images)
+    found = list_dir_or_file(images, list_dir=False, suffix=img_suffix, recursive=True)
+    names = sorted(name[: -len(img_suffix)] for name in found)
     labelled = [n for n in names if osp.isfile(osp.join(labels, n + seg_suffix))]
     if len(labelled) < 2:
         raise UsageError(
@@ -60,18 +43,12 @@ def write_split_files(cfg: Config, val_fraction: float = 0.2, seed: int = 0) -> 
         )
     order = np.random.default_rng(seed).permutation(len(labelled))
     num_val = min(len(labelled) - 1, max(1, round(val_fraction * len(labelled))))
-    chosen = [
-        sorted(labelled[i] for i in order[num_val:]),
-        sorted(labelled[i] for i in order[:num_val]),
-    ]
+    chosen = [sorted(labelled[i] for i in part) for part in (order[num_val:], order[:num_val])]
     for file, listed in zip(files, chosen):
         os.makedirs(osp.dirname(file) or ".", exist_ok=True)
-        with open(file, "x", encoding="utf-8") as f:  # "x": never over an existing file
+        with open(file, "x", encoding="utf-8") as f:
             f.write("\n".join(listed) + "\n")
     line = f"wrote {len(chosen[0])} names to {files[0]} and {len(chosen[1])} to {files[1]}"
-    left = [n + img_suffix for n in names if n not in set(labelled)]
-    return line + (
-        f"; {len(left)} image(s) without a label map left out ({first_items(left, 3)})"
-        if left
-        else ""
-    )
+    if left := [n + img_suffix for n in names if n not in labelled]:
+        line += f"; {len(left)} image(s) without a label map left out ({first_items(left, 3)})"
+    return line

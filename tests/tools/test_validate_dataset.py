@@ -45,9 +45,7 @@ def roots(tmp_path) -> tuple[str, str, str]:
 
 def test_data_root_option_moves_every_split_and_every_split_is_read(roots):
     config, _, bad = roots
-    cmd = [sys.executable, VALIDATE, config, "--no-progress", "--cfg-options", f"data_root={bad}"]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    proc = run_validate(config, "--cfg-options", f"data_root={bad}")
     assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
     lines = proc.stdout.strip().splitlines()
     assert lines[-5:] == [
