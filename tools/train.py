@@ -59,11 +59,6 @@ def parse_args() -> argparse.Namespace:
         help="train although --cfg-options end a scheduler off train_cfg.max_iters",
     )
     parser.add_argument(
-        "--extend-schedule",
-        action="store_true",
-        help="--resume a checkpoint trained with other scheduler ends: rebuild this config's",
-    )
-    parser.add_argument(
         "--auto-scale-lr", action="store_true", help="lr x total batch / recipe's batch"
     )
     parser.add_argument(
@@ -93,7 +88,7 @@ def main() -> None:
     if done:
         print_log(done, "current")
         return
-    check_resumed_schedule(cfg, target, args.extend_schedule)
+    check_resumed_schedule(cfg, target)
     print_log(f"Guard hooks added: {', '.join(add_guard_hooks(cfg))}", "current")
     check_dataset_paths(cfg, splits=("train", "val"))
     if not args.skip_data_check:

@@ -86,18 +86,14 @@ def finished_run(cfg: Config, target: str | None) -> str | None:
     return None
 
 
-def check_resumed_schedule(cfg: Config, target: str | None, extend: bool = False) -> None:
+def check_resumed_schedule(cfg: Config, target: str | None) -> None:
     """Refuse to resume ``target`` with other scheduler ends than it was trained with: mmengine
     restores the schedulers from the checkpoint and the loop's length from the config, so a
-    longer schedule would go on at the final lr. ``extend``: rebuild this config's schedulers at
-    the checkpoint's iteration (``ExtendScheduleHook``)."""
+    longer schedule would go on at the final lr."""
     checkpoint = _load(target) if target else {}
     trained_ends = [s["end"] for s in checkpoint.get("param_schedulers") or [] if "end" in s]
     max_iters, ends = schedule_ends(cfg)
     if not trained_ends or trained_ends == ends:
-        return
-    if extend:
-        cfg.custom_hooks = [*(cfg.get("custom_hooks") or []), dict(type="mmseg.ExtendScheduleHook")]
         return
     try:
         stored = Config.fromstring((checkpoint.get("meta") or {})["cfg"], ".py")
@@ -109,8 +105,7 @@ def check_resumed_schedule(cfg: Config, target: str | None, extend: bool = False
         f"(max_iters={trained}), this config's end at {ends} (max_iters={max_iters}), and "
         f"resuming keeps the checkpoint's: resume it with --cfg-options max_iters={trained}, or "
         f"train longer from its weights in a new run (--cfg-options load_from={target} "
-        f"max_iters={max_iters}, without --resume; or --extend-schedule: this config's "
-        "schedulers, rebuilt at the checkpoint's iteration)"
+        f"max_iters={max_iters}, without --resume)"
     )
 
 

@@ -1,21 +1,27 @@
 """How a run stops on purpose: every rank at once (:func:`agree_max`), with an exit code that says
-why (:class:`TrainingStopped`), which the launch scripts report once (:func:`report_exit`)."""
+why (:class:`TrainingStopped`), which the launch scripts report once (:func:`report_exit`); and
+what a rank does about its torchrun agent, the only process that passes signals on to it
+(:func:`watch_launcher`). docs/robustness.md, "Launchers"."""
 
-from __future__ import annotations
-
+import contextlib
+import ctypes
 import gc
+import logging
 import os
 import os.path as osp
+import signal
+import sys
 import time
-from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from mmengine.dist import all_reduce, get_world_size
+from mmengine.dist import all_reduce
+from mmengine.logging import print_log
 
 
 class TrainingStopped(RuntimeError):
-    """Training stopped early on purpose; the process should exit with ``exit_code``."""
+    """Training stopped early on purpose; the process exits with ``exit_code``."""
 
     label = ""  # printed before the message on stderr
 
@@ -24,20 +30,17 @@ class TrainingStopped(RuntimeError):
         self.exit_code = exit_code
 
 
-def agree_max(values: Sequence[int]) -> list[int]:
-    """Element-wise maximum of a few integers over all ranks (a collective: every rank calls)."""
-    if get_world_size() == 1:
-        return list(values)
-    tensor = torch.tensor(list(values), dtype=torch.int64)
-    all_reduce(tensor, op="max")  # moved to the backend's device (CUDA for NCCL) and back
+def agree_max(values: list[int]) -> list[int]:
+    """Element-wise maximum over all ranks (a collective)."""
+    tensor = torch.tensor(values, dtype=torch.int64)
+    all_reduce(tensor, op="max")  # mmengine: nothing outside a group, NCCL's device and back
     return tensor.tolist()
 
 
 def leave_process_group() -> bool:
-    """Collect the run, destroy the process group and join gloo's threads before the exit (a gloo
-    thread dropping a tensor while the interpreter finalizes aborted 2 of 26 two-rank runs with
-    "terminate called without an active exception"). Whether there was a group to leave."""
-    if not (dist.is_available() and dist.is_initialized()):
+    """Destroy the process group and join gloo's threads before the interpreter finalizes (where
+    a gloo thread dropping a tensor aborted 2 of 26 two-rank runs). Whether there was one."""
+    if not dist.is_initialized():
         return False
     gc.collect()  # the run's reference cycles (runner, hooks, DDP model) and their gloo work
     dist.destroy_process_group()
@@ -46,10 +49,9 @@ def leave_process_group() -> bool:
 
 
 def report_exit(code: int, timeout: float = 30) -> int:
-    """The exit code of a rank that stops with ``code``. Under tools/dist_train.sh and the slurm
-    scripts (``$HAMSEG_RANK_CODES``) the rank writes ``code`` there and waits for the other ranks
-    of its folder: when all wrote ``code``, 0 (the script exits with ``code``, and torchrun or
-    srun print no failure report), else ``code``."""
+    """The exit code of a rank that stops with ``code``: under the launch scripts
+    (``$HAMSEG_RANK_CODES``) 0 once every rank of the folder wrote the same ``code`` there (the
+    script exits with it; torchrun or srun print no failure report), else ``code``."""
     folder = os.environ.get("HAMSEG_RANK_CODES")
     if not folder or not code:
         return code
@@ -67,3 +69,51 @@ def report_exit(code: int, timeout: float = 30) -> int:
             return 0 if codes == {str(code)} else code
         time.sleep(0.1)
     return code
+
+
+def agent_argv(pid: int) -> list[str]:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+    return []
+
+
+def launcher_warning(argv: list[str]) -> str | None:
+    """One line if the torchrun agent started as ``argv`` (with this environment) can lose a stop
+    checkpoint, read with the installed torch's parser; else None."""
+    from torch.distributed.run import get_args_parser
+
+    agents = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
+    start = next((i + 1 for i, arg in enumerate(argv) if arg.endswith(agents)), len(argv))
+    args, _ = get_args_parser().parse_known_args(argv[start:] or ["train.py"])
+    problems = []
+    if "SIGUSR1" not in getattr(args, "signals_to_handle", "").split(","):  # torch >= 2.11
+        problems.append("dies of SIGUSR1 instead of passing it on to the ranks")
+    timeout = getattr(args, "shutdown_timeout", 30)  # torch >= 2.14
+    timeout = int(timeout or os.environ.get("TORCH_ELASTIC_SHUTDOWN_TIMEOUT") or 30)
+    if timeout < 120:
+        problems.append(f"SIGKILLs the ranks {timeout} s after a signal")
+    if not problems:
+        return None
+    fix = "start it with PET_SIGNALS_TO_HANDLE=SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1 "
+    fix += "PET_SHUTDOWN_TIMEOUT=600 in the environment (mim train too) or tools/dist_train.sh"
+    if not hasattr(args, "shutdown_timeout"):  # torch 2.6
+        fix = "this torch's torchrun cannot be told otherwise: the ranks stop on the SIGTERM of "
+        fix += "its death, without a slurm requeue, and a checkpoint must take under 30 s"
+    return f"torchrun {' and '.join(problems)}, which can lose the stop checkpoint: {fix}"
+
+
+def watch_launcher() -> bool:
+    """In a rank of torchrun's: SIGTERM when the agent dies, :func:`launcher_warning` (rank 0),
+    its pid in ``$HAMSEG_RANK_CODES`` (for tools/dist_train.sh). Whether it has an agent."""
+    if "TORCHELASTIC_RUN_ID" not in os.environ:
+        return False
+    if sys.platform == "linux":
+        ctypes.CDLL(None).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+    codes = os.environ.get("HAMSEG_RANK_CODES")
+    if codes:
+        with open(osp.join(codes, f"pid.{os.environ.get('RANK', '0')}"), "w") as handle:
+            handle.write(str(os.getpid()))
+    warning = launcher_warning(agent_argv(os.getppid()))
+    if warning and os.environ.get("RANK", "0") == "0":
+        print_log(warning, "current", logging.WARNING)
+    return True
