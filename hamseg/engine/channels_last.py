@@ -1,8 +1,6 @@
 """channels_last training and evaluation where it was measured faster: 1.2-1.35x per iteration of
 the recipe on an H200 (cuDNN's NHWC kernels), slower on the CPU (docs/gpu.md)."""
 
-from collections.abc import Sequence
-
 import torch
 from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
@@ -15,8 +13,8 @@ class ChannelsLastHook(Hook):
 
     priority = "VERY_HIGH"
 
-    def __init__(self, devices: Sequence[str] = ("cuda",)) -> None:
-        self.devices = tuple(devices)
+    def __init__(self, devices: tuple[str, ...] | list[str] = ("cuda",)) -> None:
+        self.devices = devices
 
     def before_run(self, runner) -> None:
         model = runner.model.module if is_model_wrapper(runner.model) else runner.model

@@ -1,12 +1,11 @@
-"""Crash-safe checkpoints: mmengine 0.10.7 writes a checkpoint in place, so a kill mid-write leaves
-a truncated file. :class:`AtomicCheckpointHook` writes local ones through a temporary file and
-``os.replace``, and a bare ``--resume`` never picks a partial file, whatever ``last_checkpoint``
-(still written in place by mmengine) says. docs/robustness.md, "Crash-safe checkpoints"."""
+"""Crash-safe checkpoints: mmengine 0.10.7 writes them in place, a kill mid-write leaves a truncated
+file (docs/robustness.md, "Crash-safe checkpoints")."""
 
 import contextlib
 import os
 import os.path as osp
 import re
+from glob import glob
 from pathlib import Path
 
 from mmengine.fileio import LocalBackend, register_backend
@@ -21,9 +20,10 @@ ATOMIC_BACKEND = "hamseg_atomic_local"
 _PERIODIC = re.compile(r"^(?:iter|epoch)_(\d+)\.pth$")  # CheckpointHook's default names
 
 
+@register_backend(ATOMIC_BACKEND)
 class AtomicLocalBackend(LocalBackend):
-    """mmengine's ``LocalBackend`` whose ``put`` writes ``dir/.name.tmp``, then ``os.replace``-s
-    it: on any error (a signal too) the temporary file goes and ``filepath`` stays as it was."""
+    """mmengine's ``LocalBackend`` writing ``dir/.name.tmp``, then ``os.replace``: on any error (a
+    signal too) ``filepath`` stays as it was."""
 
     def put(self, obj: bytes, filepath: str | Path) -> None:
         directory, name = osp.split(osp.abspath(filepath))
@@ -41,18 +41,14 @@ class AtomicLocalBackend(LocalBackend):
             raise
 
 
-register_backend(ATOMIC_BACKEND, AtomicLocalBackend)
-
-
 @HOOKS.register_module()
 class AtomicCheckpointHook(CheckpointHook):
     """mmengine's ``CheckpointHook`` (same options) writing local checkpoints atomically."""
 
     def __init__(self, **kwargs) -> None:
-        backend_args = kwargs.get("backend_args") or {}
-        remote = "://" in str(kwargs.get("out_dir")) or kwargs.get("file_client_args")
-        if not remote and backend_args.get("backend", "local") == "local":
-            kwargs["backend_args"] = dict(backend_args, backend=ATOMIC_BACKEND)
+        local = {"backend": "local", **(kwargs.get("backend_args") or {})}  # remote: mmengine's
+        if local["backend"] == "local" and "://" not in str(kwargs.get("out_dir")):
+            kwargs["backend_args"] = dict(local, backend=ATOMIC_BACKEND)
         super().__init__(**kwargs)
 
 
@@ -62,19 +58,14 @@ def find_latest_complete_checkpoint(work_dir: str) -> str | None:
     ``work_dir``. Temporary files of killed writes there are removed."""
     pointer = osp.join(work_dir, "last_checkpoint")
     target = Path(pointer).read_text().strip() if osp.isfile(pointer) else ""
-    folders = [
-        f for f in dict.fromkeys([osp.dirname(target) or work_dir, work_dir]) if osp.isdir(f)
-    ]
-    found = []
-    for folder in folders:
-        for name in os.listdir(folder):
-            if name.startswith(".") and name.endswith(".tmp") and _PERIODIC.match(name[1:-4]):
-                os.remove(osp.join(folder, name))
-                print_log(f"Removed a partially written file: {name}", logger="current")
-            elif match := _PERIODIC.match(name):
-                found.append((int(match.group(1)), osp.join(folder, name)))
+    folders = {osp.dirname(target) or work_dir, work_dir}
+    for temp in (path for folder in folders for path in glob(osp.join(folder, ".*_*.pth.tmp"))):
+        os.remove(temp)
+        print_log(f"Removed a partially written file: {temp}", logger="current")
     if target and is_complete_checkpoint(target):
         return target
+    paths = [path for folder in folders for path in glob(osp.join(folder, "*_*.pth"))]
+    found = [(int(m[1]), p) for p in paths if (m := _PERIODIC.match(osp.basename(p)))]
     latest = next((p for _, p in sorted(found, reverse=True) if is_complete_checkpoint(p)), None)
     why = f"names {target}, which is missing or incomplete" if target else "is missing or empty"
     print_log(f"{pointer} {why}; newest complete checkpoint: {latest}", logger="current")

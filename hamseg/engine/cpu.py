@@ -1,7 +1,5 @@
-"""Training without a GPU, opt-in (``custom_imports=dict(imports=['hamseg.engine.cpu'])``; the
-tools import it). mmengine 0.10.7's launcher and DDP wrapper assume CUDA, its ``AmpOptimWrapper``
-asserts it, and torch's ``SyncBatchNorm`` runs on GPUs only: here a gloo group, a DDP wrapper
-that swaps SyncBN for :class:`HamSyncBatchNorm`, and CPU autocast. docs/robustness.md."""
+"""Training without a GPU, opt-in (the tools import it; a config ``custom_imports`` it): mmengine
+0.10.7's launcher, DDP wrapper and ``AmpOptimWrapper`` assume CUDA, torch's SyncBatchNorm too."""
 
 import os
 import subprocess
@@ -20,8 +18,7 @@ from torch.distributed.nn.functional import all_reduce
 
 
 def setup_cpu_distributed(cfg: Config, launcher: str) -> bool:
-    """Without CUDA, start a gloo group and select :class:`CPUSyncBNDistributedDataParallel`;
-    whether it did (nothing for ``launcher='none'``)."""
+    """Without CUDA, start a gloo group and select :class:`CPUSyncBNDistributedDataParallel`."""
     if launcher == "none" or torch.cuda.is_available():
         return False
     if launcher == "slurm":  # torch's rendezvous variables from slurm's, as mmengine does
@@ -48,15 +45,11 @@ class HamSyncBatchNorm(nn.modules.batchnorm._BatchNorm):
     """Batch norm over the global batch on any ``torch.distributed`` backend (W processes with
     batch B match one with batch W*B); plain BN in eval mode or without a group."""
 
-    def __init__(self, num_features: int, *args: Any, process_group: Any = None, **kw) -> None:
-        super().__init__(num_features, *args, **kw)
-        self.process_group = process_group
-
     def _check_input_dim(self, input: Tensor) -> None:
         pass  # any (N, C, *) input
 
     def forward(self, input: Tensor) -> Tensor:
-        group = self.process_group
+        group = getattr(self, "process_group", None)  # a converted SyncBN's
         if not (self.training and dist.is_initialized() and dist.get_world_size(group) > 1):
             return super().forward(input)
         x = input.float() if torch.finfo(input.dtype).bits < 32 else input  # bf16/fp16
@@ -73,21 +66,19 @@ class HamSyncBatchNorm(nn.modules.batchnorm._BatchNorm):
         if self.affine:
             out = out * self.weight.view(view) + self.bias.view(view)
         if self.track_running_stats:
-            with torch.no_grad():
-                self.num_batches_tracked.add_(1)
-                factor = self.momentum or 1.0 / float(self.num_batches_tracked)  # None: average
-                self.running_mean.lerp_(mean.to(self.running_mean.dtype), factor)
-                self.running_var.lerp_((sq_dev / (n - 1)).to(self.running_var.dtype), factor)
+            self.num_batches_tracked.add_(1)
+            factor = self.momentum or 1.0 / float(self.num_batches_tracked)  # None: average
+            self.running_mean.lerp_(mean.detach().to(self.running_mean.dtype), factor)
+            self.running_var.lerp_((sq_dev.detach() / (n - 1)).to(self.running_var.dtype), factor)
         return out.to(input.dtype)
 
 
 def convert_sync_batchnorm_to_ham(module: nn.Module) -> nn.Module:
-    """Every ``nn.SyncBatchNorm`` of ``module`` becomes a :class:`HamSyncBatchNorm` (in place, the
-    same tensors)."""
+    """Every ``nn.SyncBatchNorm`` becomes a :class:`HamSyncBatchNorm` (in place, same tensors)."""
     if isinstance(module, nn.SyncBatchNorm):
         args = (module.num_features, module.eps, module.momentum, module.affine)
         new = HamSyncBatchNorm(*args, module.track_running_stats)
-        new.__dict__.update({k: v for k, v in vars(module).items() if k != "process_group"})
+        new.__dict__.update(vars(module))
         return new
     for name, child in module.named_children():
         setattr(module, name, convert_sync_batchnorm_to_ham(child))

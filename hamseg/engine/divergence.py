@@ -21,9 +21,8 @@ class TrainingDiverged(TrainingStopped):
 
 
 def _scales(wrapper: Any) -> list[float]:  # of the enabled loss scalers (OptimWrapperDict too)
-    scalers = [
-        getattr(w, "loss_scaler", None) for w in getattr(wrapper, "values", lambda: [wrapper])()
-    ]
+    wrappers = wrapper.values() if hasattr(wrapper, "values") else [wrapper]
+    scalers = [getattr(w, "loss_scaler", None) for w in wrappers]
     return [s.get_scale() for s in scalers if s is not None and s.is_enabled()]
 
 
@@ -35,20 +34,13 @@ class NonFiniteLossHook(Hook):
         max_consecutive_skips: Under a loss scaler, the steps in a row it may skip (its scale
             went down or the loss was non-finite) before the run counts as diverged.
         check_weights: Also check float parameters and buffers after each update.
-        exit_code: Exit code of the stopped process.
     """
 
     priority = 80  # after LoggerHook (60) and ParamSchedulerHook (70), before CheckpointHook (90)
 
-    def __init__(
-        self,
-        max_consecutive_skips: int = 20,
-        check_weights: bool = True,
-        exit_code: int = DIVERGED_EXIT_CODE,
-    ) -> None:
+    def __init__(self, max_consecutive_skips: int = 20, check_weights: bool = True) -> None:
         self.max_consecutive_skips = max_consecutive_skips
         self.check_weights = check_weights
-        self.exit_code = exit_code
         self.skips = 0
         self.scales: list[float] = []
 
@@ -65,14 +57,15 @@ class NonFiniteLossHook(Hook):
             checks.append(largest.isfinite().to(checks[0].device))
         loss_ok, weights_ok = (torch.stack(checks).tolist() + [True])[:2]  # one host sync
         scales = _scales(runner.optim_wrapper)
-        skipped = bool(scales) and (not loss_ok or any(a < b for a, b in zip(scales, self.scales)))
+        skipped = scales and (not loss_ok or any(a < b for a, b in zip(scales, self.scales)))
         self.skips = self.skips + 1 if skipped else 0
         # the problem: 3 skips, 2 loss, 1 weights, 0 none; the largest of all ranks wins
-        mine = max(
-            3 * (self.skips > self.max_consecutive_skips),
-            2 * (not loss_ok and not scales),
-            1 * (not weights_ok),
-        )
+        failed = [
+            not weights_ok,
+            not loss_ok and not scales,
+            self.skips > self.max_consecutive_skips,
+        ]
+        mine = max(i * bad for i, bad in enumerate(failed, 1))
         (problem,) = agree_max([mine])
         if not problem:
             return
@@ -94,4 +87,4 @@ class NonFiniteLossHook(Hook):
         latest = runner.message_hub.get_info("last_ckpt")
         kept = f"the latest checkpoint is {latest}" if latest else "no checkpoint was written"
         message = f"{what}; stopped without saving these weights ({kept})"
-        raise TrainingDiverged(message, self.exit_code)
+        raise TrainingDiverged(message, DIVERGED_EXIT_CODE)

@@ -1,6 +1,5 @@
-"""Checkpoint on a signal (pre-emption, time limit, Ctrl-C), requeue the slurm job, exit 75: every
-rank finishes the iteration, the checkpoint is written once all agree, and the stop line names the
-command that resumes the run. docs/robustness.md, "Pre-emption"."""
+"""Checkpoint on a signal (pre-emption, time limit, Ctrl-C), requeue the slurm job, exit 75
+(docs/robustness.md, "Pre-emption")."""
 
 import contextlib
 import functools
@@ -40,25 +39,23 @@ def _obey_parent_only(signals: tuple, parent: int) -> None:
 
 
 def worker_init_fn(worker_id: int, *args: Any, ignored: tuple, **kwargs: Any) -> None:
-    """mmengine's worker seeding; then only the parent may end the worker with one of the
-    ``ignored`` signals (slurm signals every process of a job step)."""
+    """mmengine's; then only the parent may end the worker with one of the ``ignored`` signals."""
     mmengine_worker_init_fn(worker_id, *args, **kwargs)
     signal.pthread_sigmask(signal.SIG_BLOCK, ignored)  # threads started later inherit it
     threading.Thread(target=_obey_parent_only, args=(ignored, os.getppid()), daemon=True).start()
 
 
 def protect_workers(signals: Iterable[int]) -> None:
-    """Make the DataLoader workers that mmengine's Runner starts from now on ignore ``signals``
-    unless their parent sends them; () undoes it. mmengine 0.10.7 gives every loader its
-    module's ``default_worker_init_fn`` (pinned by tests/engine/test_upstream_pins.py)."""
-    ignored = tuple(sorted(set(signals)))
-    init = functools.partial(worker_init_fn, ignored=ignored) if ignored else None
-    runner_module.default_worker_init_fn = init or mmengine_worker_init_fn
+    """DataLoader workers that mmengine's Runner starts from now on ignore ``signals`` (slurm
+    signals every process of a job step) unless their parent sends them; () undoes it. mmengine
+    0.10.7 gives every loader its module's ``default_worker_init_fn`` (test_upstream_pins)."""
+    init = functools.partial(worker_init_fn, ignored=tuple(signals))
+    runner_module.default_worker_init_fn = init if signals else mmengine_worker_init_fn
 
 
 def ignore_signals_until_exit() -> list[int]:
-    """Ignore (and return) the signals a :class:`PreemptionHook` handles, in a process about to
-    exit: CPython resets handlers while it finalizes, and torchrun's SIGTERM would give -15."""
+    """Ignore the signals a :class:`PreemptionHook` handles (returned) before the exit: CPython
+    resets handlers while it finalizes, and torchrun's SIGTERM would give -15."""
     handlers = {s: getattr(signal.getsignal(s), "__self__", None) for s in signal.valid_signals()}
     ignored = [int(s) for s, hook in handlers.items() if isinstance(hook, PreemptionHook)]
     for signum in ignored:
@@ -67,9 +64,8 @@ def ignore_signals_until_exit() -> list[int]:
 
 
 def resume_command(work_dir: str) -> str:
-    """The command that resumes this run: the launch script's (``$HAMSEG_COMMAND``), torchrun's
-    or this process's, with ``--work-dir`` and ``--resume``, without a ``load_from`` (which
-    ``--resume`` would resume instead of the work dir's latest checkpoint)."""
+    """This run's command (the launch script's ``$HAMSEG_COMMAND``, torchrun's or this process's)
+    with ``--work-dir`` and ``--resume``, without a ``load_from`` (``--resume`` would take it)."""
     argv = shlex.split(os.environ.get("HAMSEG_COMMAND", ""))
     argv = (
         argv or ("TORCHELASTIC_RUN_ID" in os.environ and agent_argv(os.getppid())) or sys.orig_argv
@@ -93,11 +89,9 @@ class PreemptionHook(Hook):
     """On a signal: finish the iteration, checkpoint it once all ranks agree, requeue, stop.
 
     Args:
-        signals: Signals that stop training (names or numbers); [] turns the hook off. A
-            second SIGINT (Ctrl-C) aborts at once (KeyboardInterrupt).
+        signals: Names or numbers of the signals that stop training; [] turns the hook off.
         requeue: Requeue the slurm job after the checkpoint; None: if ``SLURM_JOB_ID`` is set.
         requeue_signals: Which of ``signals`` requeue (not SIGTERM: ``scancel`` sends it).
-        exit_code: Exit code of the stopped process.
     """
 
     priority = "LOWEST"  # after CheckpointHook: reuses a checkpoint of this iteration
@@ -107,13 +101,11 @@ class PreemptionHook(Hook):
         signals: Sequence[str | int] = ("SIGTERM", "SIGUSR1", "SIGINT"),
         requeue: bool | None = None,
         requeue_signals: Sequence[str | int] = ("SIGUSR1",),
-        exit_code: int = PREEMPTED_EXIT_CODE,
     ) -> None:
         self.signals = tuple(map(_signum, signals))
         self.requeue_signals = tuple(map(_signum, requeue_signals))
         self.requeue = "SLURM_JOB_ID" in os.environ if requeue is None else requeue
-        self.exit_code = exit_code
-        self.received: list[int] = []  # in order of arrival; the handler only records
+        self.received: list[signal.Signals] = []  # in order of arrival; the handler only records
         self.previous: dict[int, Any] = {}
         self.stopped: str | None = None  # the stop line, once stopped
         protect_workers(self.signals)  # the train DataLoader starts its workers before_run
@@ -122,7 +114,7 @@ class PreemptionHook(Hook):
         if signum == signal.SIGINT and signum in self.received:
             raise KeyboardInterrupt  # a second Ctrl-C: abort at once
         if signum not in self.received:
-            self.received.append(signum)
+            self.received.append(signal.Signals(signum))
 
     def before_train(self, runner) -> None:
         for signum in self.signals:
@@ -135,8 +127,7 @@ class PreemptionHook(Hook):
         step = runner.iter + 1
         if not stop or self.stopped is not None or step >= runner.max_iters:
             return  # at the last iteration the run is complete: CheckpointHook saves it
-        names = "/".join(signal.Signals(s).name for s in self.received)
-        names = names or "a signal to another rank"
+        names = "/".join(s.name for s in self.received) or "a signal to another rank"
         print_log(f"{names} received: stopping after iteration {step}", logger="current")
         message = f"training stopped by {names} after iteration {step}: {self.save(runner)} written"
         if requeue and self.requeue:
@@ -145,15 +136,15 @@ class PreemptionHook(Hook):
         self.stopped = f"{message}; continue with: {resume_command(runner.work_dir)}"
         loop = runner.train_loop
         if not isinstance(loop, IterBasedTrainLoop):  # checks stop_training between epochs only
-            raise TrainingPreempted(self.stopped, self.exit_code)
+            raise TrainingPreempted(self.stopped, PREEMPTED_EXIT_CODE)
         loop.stop_training = True  # the loop ends; after_train/after_run hooks still run
         loop.val_begin = loop.max_iters + 1  # no validation of this iteration: time is short
 
     def after_run(self, runner) -> None:
-        """After a stop, leave ``runner.train()`` (the handlers stay, a signal until the exit is
-        only recorded); after a complete run, put the handlers back."""
+        """Leave ``runner.train()`` after a stop (signals until the exit are only recorded); put
+        the handlers back after a complete run."""
         if self.stopped is not None:
-            raise TrainingPreempted(self.stopped, self.exit_code)
+            raise TrainingPreempted(self.stopped, PREEMPTED_EXIT_CODE)
         for signum, previous in self.previous.items():
             signal.signal(signum, signal.SIG_DFL if previous is None else previous)
         protect_workers(())
@@ -176,11 +167,10 @@ class PreemptionHook(Hook):
         job = os.environ.get("SLURM_JOB_ID", "")
         if not is_main_process():
             return "; slurm job requeued by the main rank"
+        command = ["scontrol", "requeue", job]
         try:
-            done = subprocess.run(["scontrol", "requeue", job], capture_output=True, timeout=120)
-            failure = done.returncode and (done.stderr.decode().strip() or done.returncode)
-        except (OSError, subprocess.TimeoutExpired) as err:
-            failure = err
-        if failure:
+            subprocess.run(command, check=True, capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.SubprocessError) as err:
+            failure = (getattr(err, "stderr", None) or str(err)).strip()
             return f"; requeueing slurm job {job} failed ({failure})"
         return f"; slurm job {job} requeued"

@@ -1,7 +1,5 @@
-"""Exact resume. mmengine 0.10.7 restores weights, optimizer, schedule and iteration, but not the
-random generators, and it re-loads every trained batch. Here every iteration's draws are seeded
-from the run's seed and the iteration (each DataLoader worker's from the batch index), and the
-data restarts at the resumed batch. docs/robustness.md, "Exact resume"."""
+"""Exact resume: mmengine 0.10.7 restores no random generator and re-loads every trained batch.
+docs/robustness.md, "Exact resume"."""
 
 import functools
 import itertools
@@ -22,25 +20,24 @@ _WORKER: dict = {}  # in a DataLoader worker: the run's seed, the rank, its next
 
 
 def seed_all(*key: int) -> None:
-    """Seed Python's, numpy's and torch's generators from ``key`` (seed, ..., index)."""
+    """Seed Python's, numpy's and torch's generators from ``key``."""
     seed = int(np.random.SeedSequence(key).generate_state(1)[0])
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
 
 
-def start_worker(worker_id: int, init: Callable | None, seed: int, rank: int, first: int) -> None:
+def start_worker(worker_id: int, init: Callable, seed: int, rank: int, first: int) -> None:
     """Worker ``worker_id`` of n makes batches ``first + worker_id + k n`` (in-order loading)."""
-    if init is not None:
-        init(worker_id)
+    init(worker_id)  # mmengine's
     _WORKER.update(seed=seed, rank=rank, batch=first + worker_id)
     seed_all(seed, rank, _WORKER["batch"])
 
 
 @FUNCTIONS.register_module()
 def collate_with_worker_rng(data_batch: list, collate: dict | None = None) -> object:
-    """``collate`` (a ``FUNCTIONS`` config, default ``pseudo_collate``); then, in a worker that
-    :class:`RandomStateHook` started, seed the worker for its next batch."""
+    """``collate`` (a ``FUNCTIONS`` config, default ``pseudo_collate``); then seed the worker (one
+    that :class:`RandomStateHook` started) for its next batch."""
     options = dict(collate or dict(type="pseudo_collate"))
     kind = options.pop("type")
     batch = (FUNCTIONS.get(kind) if isinstance(kind, str) else kind)(data_batch, **options)
@@ -81,15 +78,12 @@ class RandomStateHook(Hook):
         seeded = getattr(loader.collate_fn, "func", None) is collate_with_worker_rng
         if (
             isinstance(loader.sampler, ResumableInfiniteSampler)
-            and loader.batch_size
             and getattr(loader, "in_order", True)
             and (seeded or not loader.num_workers)
         ):
             init = dict(init=loader.worker_init_fn, seed=runner.seed, rank=get_rank())
             loader.worker_init_fn = functools.partial(start_worker, **init, first=done)
-            # torch keeps persistent workers here, with no public way to restart them
-            # (pinned by tests/engine/test_upstream_pins.py)
-            loader._iterator = None
+            loader._iterator = None  # torch's persistent workers (pinned by test_upstream_pins)
             loader.sampler.start_at(done * loader.batch_size)
             loop.dataloader_iterator = iter(loader)  # the old workers stop with the old one
             if done:

@@ -1,14 +1,11 @@
-"""How a run stops on purpose: every rank at once (:func:`agree_max`), with an exit code that says
-why (:class:`TrainingStopped`), which the launch scripts report once (:func:`report_exit`); and
-what a rank does about its torchrun agent, the only process that passes signals on to it
-(:func:`watch_launcher`). docs/robustness.md, "Launchers"."""
+"""How a run stops on purpose: on every rank at once, with an exit code the launch scripts report
+once, also when its torchrun agent dies (docs/robustness.md, "Launchers")."""
 
 import contextlib
 import ctypes
 import gc
 import logging
 import os
-import os.path as osp
 import signal
 import sys
 import time
@@ -56,16 +53,14 @@ def report_exit(code: int, timeout: float = 30) -> int:
     if not folder or not code:
         return code
     rank = os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0"))
-    with open(osp.join(folder, f".code.{rank}"), "w") as handle:
-        handle.write(f"{code}\n")
-    os.replace(osp.join(folder, f".code.{rank}"), osp.join(folder, f"code.{rank}"))
-    agent = "TORCHELASTIC_RUN_ID" in os.environ  # torchrun: one folder per node
-    ranks = int(os.environ.get("LOCAL_WORLD_SIZE" if agent else "SLURM_NTASKS", "1"))
+    Path(folder, f".code.{rank}").write_text(f"{code}\n")
+    os.replace(Path(folder, f".code.{rank}"), Path(folder, f"code.{rank}"))
+    ranks = int(os.environ.get("LOCAL_WORLD_SIZE") or os.environ.get("SLURM_NTASKS", "1"))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         names = [name for name in os.listdir(folder) if name.startswith("code.")]
         if len(names) >= ranks:
-            codes = {open(osp.join(folder, name)).read().strip() for name in names}
+            codes = {Path(folder, name).read_text().strip() for name in names}
             return 0 if codes == {str(code)} else code
         time.sleep(0.1)
     return code
@@ -84,36 +79,27 @@ def launcher_warning(argv: list[str]) -> str | None:
 
     agents = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
     start = next((i + 1 for i, arg in enumerate(argv) if arg.endswith(agents)), len(argv))
-    args, _ = get_args_parser().parse_known_args(argv[start:] or ["train.py"])
-    problems = []
-    if "SIGUSR1" not in getattr(args, "signals_to_handle", "").split(","):  # torch >= 2.11
-        problems.append("dies of SIGUSR1 instead of passing it on to the ranks")
-    timeout = getattr(args, "shutdown_timeout", 30)  # torch >= 2.14
+    args = vars(get_args_parser().parse_known_args(argv[start:] or ["train.py"])[0])
+    timeout = args.get("shutdown_timeout", 30)  # torch >= 2.14; None: the variable's or 30
     timeout = int(timeout or os.environ.get("TORCH_ELASTIC_SHUTDOWN_TIMEOUT") or 30)
-    if timeout < 120:
-        problems.append(f"SIGKILLs the ranks {timeout} s after a signal")
-    if not problems:
-        return None
+    problems = ["dies of SIGUSR1"] * ("SIGUSR1" not in args.get("signals_to_handle", ""))
+    problems += [f"SIGKILLs the ranks {timeout} s after a signal"] * (timeout < 120)
     fix = "start it with PET_SIGNALS_TO_HANDLE=SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1 "
     fix += "PET_SHUTDOWN_TIMEOUT=600 in the environment (mim train too) or tools/dist_train.sh"
-    if not hasattr(args, "shutdown_timeout"):  # torch 2.6
-        fix = "this torch's torchrun cannot be told otherwise: the ranks stop on the SIGTERM of "
-        fix += "its death, without a slurm requeue, and a checkpoint must take under 30 s"
-    return f"torchrun {' and '.join(problems)}, which can lose the stop checkpoint: {fix}"
+    if "shutdown_timeout" not in args:  # torch < 2.14: neither can be changed
+        fix = "this torch's torchrun takes neither option: a checkpoint must take under 30 s"
+    warning = f"torchrun {' and '.join(problems)}, which can lose the stop checkpoint: {fix}"
+    return warning if problems else None
 
 
-def watch_launcher() -> bool:
+def watch_launcher() -> None:
     """In a rank of torchrun's: SIGTERM when the agent dies, :func:`launcher_warning` (rank 0),
-    its pid in ``$HAMSEG_RANK_CODES`` (for tools/dist_train.sh). Whether it has an agent."""
+    its pid in ``$HAMSEG_RANK_CODES`` (where tools/dist_train.sh waits for it)."""
     if "TORCHELASTIC_RUN_ID" not in os.environ:
-        return False
+        return
     if sys.platform == "linux":
         ctypes.CDLL(None).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
-    codes = os.environ.get("HAMSEG_RANK_CODES")
-    if codes:
-        with open(osp.join(codes, f"pid.{os.environ.get('RANK', '0')}"), "w") as handle:
-            handle.write(str(os.getpid()))
-    warning = launcher_warning(agent_argv(os.getppid()))
-    if warning and os.environ.get("RANK", "0") == "0":
+    if codes := os.environ.get("HAMSEG_RANK_CODES"):
+        Path(codes, f"pid.{os.environ['RANK']}").write_text(str(os.getpid()))
+    if os.environ["RANK"] == "0" and (warning := launcher_warning(agent_argv(os.getppid()))):
         print_log(warning, "current", logging.WARNING)
-    return True

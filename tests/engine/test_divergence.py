@@ -18,7 +18,7 @@ import torch
 from mmengine.config import Config
 from mmengine.hooks import Hook
 
-from hamseg.engine import DIVERGED_EXIT_CODE, TrainingDiverged
+from hamseg.engine.divergence import DIVERGED_EXIT_CODE, TrainingDiverged
 from tests.conftest import REPO, TINY_FCN
 from tests.helpers import one_thread  # noqa: F401  (fixture)
 from tests.robust.helpers import (

@@ -20,8 +20,12 @@ from mmengine.hooks import Hook
 
 import tests.robust.fault_hooks  # noqa: F401  (registers SignalAtIterHook)
 from hamseg.compat.checkpoint import is_complete_checkpoint
-from hamseg.engine import PreemptionHook, TrainingPreempted
-from hamseg.engine.preemption import ignore_signals_until_exit, protect_workers
+from hamseg.engine.preemption import (
+    PreemptionHook,
+    TrainingPreempted,
+    ignore_signals_until_exit,
+    protect_workers,
+)
 from tests.conftest import REPO, TINY_FCN
 from tests.helpers import one_thread  # noqa: F401  (fixture)
 from tests.robust.helpers import (

@@ -7,33 +7,10 @@ import subprocess
 import sys
 
 import cv2
-import numpy as np
 import pytest
-import torch
-from mmengine.structures import PixelData
-from mmseg.structures import SegDataSample
 
-from hamseg.engine.visualization import pack_sample, unpack_sample
 from tests.conftest import REPO, TINY_FCN, write_tiny_dataset
 from tests.helpers import make_checkpoint
-
-
-@pytest.mark.parametrize("top", [2, 255, 300])  # 8-bit PNG up to 255, 16-bit above
-def test_packed_samples_keep_path_and_label_maps_exactly(top):
-    rng = np.random.default_rng(0)
-    gt = torch.from_numpy(rng.integers(0, top + 1, (1, 13, 17)))
-    gt[0, 0, 0] = top
-    pred = torch.from_numpy(rng.integers(0, 3, (1, 13, 17)))
-    sample = SegDataSample(metainfo=dict(img_path="a/b/0007.jpg", ori_shape=(13, 17)))
-    sample.pred_sem_seg = PixelData(data=pred)
-    if top != 2:  # a sample without labels packs its prediction only
-        sample.gt_sem_seg = PixelData(data=gt)
-    sample.seg_logits = PixelData(data=torch.rand(3, 13, 17))  # large: not sent
-    packed = pack_sample(sample)
-    assert all(len(v) < 13 * 17 * 2 + 200 for k, v in packed.items() if k != "img_path")
-    back = unpack_sample(packed)
-    assert back.img_path == "a/b/0007.jpg" and torch.equal(back.pred_sem_seg.data, pred)
-    assert torch.equal(back.gt_sem_seg.data, gt) if top != 2 else "gt_sem_seg" not in back
 
 
 @pytest.mark.slow
