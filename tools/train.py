@@ -55,11 +55,6 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--skip-data-check", action="store_true", help="no scan of the samples")
     parser.add_argument(
-        "--extend-schedule",
-        action="store_true",
-        help="--resume a checkpoint trained with other scheduler ends: rebuild this config's",
-    )
-    parser.add_argument(
         "--auto-scale-lr", action="store_true", help="lr x total batch / recipe's batch"
     )
     parser.add_argument("--launcher", choices=LAUNCHERS, default="none", help="job launcher")
@@ -85,7 +80,7 @@ def main() -> None:
     if done:
         print_log(done, "current")
         return
-    check_resumed_schedule(cfg, target, args.extend_schedule)
+    check_resumed_schedule(cfg, target)
     print_log(f"Guard hooks added: {', '.join(add_guard_hooks(cfg))}", "current")
     check_dataset_paths(cfg, splits=("train", "val"))
     if not args.skip_data_check:

@@ -16,9 +16,8 @@ from hamseg.compat.package_lookup import config_file
 from hamseg.datasets.checks import ClassCountError
 from hamseg.datasets.loading import InvalidSampleError
 from hamseg.engine import TrainingStopped, setup_cpu_distributed
-from hamseg.engine.launcher import watch_launcher
 from hamseg.engine.preemption import ignore_signals_until_exit
-from hamseg.engine.stop import leave_process_group, report_exit
+from hamseg.engine.stop import leave_process_group, report_exit, watch_launcher
 from hamseg.utils.errors import CorruptCheckpointError, UnsafeCheckpointError, UsageError, one_line
 
 LAUNCHERS = ("none", "pytorch", "slurm", "mpi")

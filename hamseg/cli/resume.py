@@ -72,18 +72,16 @@ def finished_run(cfg: Config, target: str | None) -> str | None:
     return None
 
 
-def check_resumed_schedule(cfg: Config, target: str | None, extend: bool = False) -> None:
+def check_resumed_schedule(cfg: Config, target: str | None) -> None:
     """Resuming ``target`` with other scheduler ends than it was trained with: mmengine restores
-    the checkpoint's schedulers (as mmseg does) and says so in a warning line; ``extend``: this
-    config's schedulers rebuilt at the checkpoint's iteration (``ExtendScheduleHook``)."""
+    the checkpoint's schedulers (as mmseg does) and the loop's length from the config; one
+    warning line says so and how to train longer instead."""
     trained = [s["end"] for s in _load(target).get("param_schedulers") or [] if "end" in s]
     max_iters, ends = schedule_ends(cfg)
-    if extend:
-        cfg.custom_hooks = [*(cfg.get("custom_hooks") or []), dict(type="mmseg.ExtendScheduleHook")]
-    elif trained and trained != ends:
+    if trained and trained != ends:
         notice(
             f"--resume {target}: its schedulers end at {trained}, this config's at {ends} "
-            f"(max_iters={max_iters}); resumed with the checkpoint's (mmengine), or rebuild this "
-            "config's with --extend-schedule",
+            f"(max_iters={max_iters}); resumed with the checkpoint's (mmengine). To train longer "
+            f"on this config's schedule, start a new run: --cfg-options load_from={target}",
             logging.WARNING,
         )

@@ -1,10 +1,5 @@
-"""Training and evaluation in the channels_last memory format where it was measured faster: the
-recipe's iteration ran 1.2-1.35x faster on an H200 (cuDNN's NHWC kernels), slower on the CPU
-(docs/gpu.md)."""
-
-from __future__ import annotations
-
-from collections.abc import Sequence
+"""channels_last training and evaluation where it was measured faster: 1.2-1.35x per iteration of
+the recipe on an H200 (cuDNN's NHWC kernels), slower on the CPU (docs/gpu.md)."""
 
 import torch
 from mmengine.hooks import Hook
@@ -14,16 +9,14 @@ from mmseg.registry import HOOKS
 
 @HOOKS.register_module()
 class ChannelsLastHook(Hook):
-    """Convert the model's 4-d weights to ``torch.channels_last`` before the run if they live on
-    one of ``devices`` (the activations follow the weights)."""
+    """Convert the model to ``torch.channels_last`` before the run if it lives on ``devices``."""
 
     priority = "VERY_HIGH"
 
-    def __init__(self, devices: Sequence[str] = ("cuda",)) -> None:
-        self.devices = tuple(devices)
+    def __init__(self, devices: tuple[str, ...] | list[str] = ("cuda",)) -> None:
+        self.devices = devices
 
     def before_run(self, runner) -> None:
         model = runner.model.module if is_model_wrapper(runner.model) else runner.model
-        param = next(model.parameters(), None)
-        if param is not None and param.device.type in self.devices:
+        if next(model.parameters()).device.type in self.devices:
             model.to(memory_format=torch.channels_last)  # in place: optimizers keep their tensors

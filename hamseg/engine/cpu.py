@@ -1,11 +1,5 @@
-"""Training without a GPU, opt-in (imported by :func:`hamseg.engine.setup_cpu_distributed` and
-``--amp`` on CPU; a config naming these types alone adds ``custom_imports=dict(imports=
-['hamseg.engine.cpu'])``). mmengine 0.10.7's launcher and DDP wrapper assume CUDA, its
-``AmpOptimWrapper`` asserts it, and torch's ``SyncBatchNorm`` runs on GPUs only: here a gloo
-group, a DDP wrapper with ``device_ids=None`` that swaps SyncBN for :class:`HamSyncBatchNorm`, and
-CPU autocast. docs/robustness.md, "Training on CPU"."""
-
-from __future__ import annotations
+"""Training without a GPU, opt-in (the tools import it; a config ``custom_imports`` it): mmengine
+0.10.7's launcher, DDP wrapper and ``AmpOptimWrapper`` assume CUDA, torch's SyncBatchNorm too."""
 
 import os
 import subprocess
@@ -24,8 +18,7 @@ from torch.distributed.nn.functional import all_reduce
 
 
 def setup_cpu_distributed(cfg: Config, launcher: str) -> bool:
-    """Start a gloo group and select :class:`CPUSyncBNDistributedDataParallel` with
-    ``device_ids=None`` (nothing for ``launcher='none'`` or with CUDA); whether it did."""
+    """Without CUDA, start a gloo group and select :class:`CPUSyncBNDistributedDataParallel`."""
     if launcher == "none" or torch.cuda.is_available():
         return False
     if launcher == "slurm":  # torch's rendezvous variables from slurm's, as mmengine does
@@ -37,35 +30,26 @@ def setup_cpu_distributed(cfg: Config, launcher: str) -> bool:
             nodes = ["scontrol", "show", "hostnames", os.environ["SLURM_NODELIST"]]
             os.environ["MASTER_ADDR"] = subprocess.check_output(nodes, text=True).split()[0]
     if not dist.is_initialized():
-        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-        dist.init_process_group(backend="gloo", rank=rank, world_size=world)
+        dist.init_process_group(backend="gloo")  # RANK, WORLD_SIZE, MASTER_* from the launcher
     unused = cfg.get("find_unused_parameters", False)  # mmengine's Runner's defaults:
     default = dict(broadcast_buffers=False, find_unused_parameters=unused)
     wrapper = dict(cfg.get("model_wrapper_cfg") or default)
     if wrapper.get("type", "MMDistributedDataParallel") == "MMDistributedDataParallel":
         wrapper["type"] = "mmseg.CPUSyncBNDistributedDataParallel"
     cfg.model_wrapper_cfg = dict(wrapper, device_ids=None)
-    env_cfg = dict(cfg.get("env_cfg") or {})
-    cfg.env_cfg = dict(env_cfg, dist_cfg=dict(env_cfg.get("dist_cfg") or {}, backend="gloo"))
     return True
 
 
 @MODELS.register_module(name="HamSyncBN")
 class HamSyncBatchNorm(nn.modules.batchnorm._BatchNorm):
-    """Batch norm over the global batch on any ``torch.distributed`` backend: W processes with
-    batch B each match one process with batch W*B. Arguments of ``nn.BatchNorm2d`` and
-    ``process_group``; outside a group of several processes, or in eval mode, plain BN."""
-
-    def __init__(self, num_features: int, *args: Any, process_group: Any = None, **kw) -> None:
-        super().__init__(num_features, *args, **kw)
-        self.process_group = process_group
+    """Batch norm over the global batch on any ``torch.distributed`` backend (W processes with
+    batch B match one with batch W*B); plain BN in eval mode or without a group."""
 
     def _check_input_dim(self, input: Tensor) -> None:
-        if input.dim() < 2:
-            raise ValueError(f"expected at least 2D input (N, C, *), got {input.dim()}D")
+        pass  # any (N, C, *) input
 
     def forward(self, input: Tensor) -> Tensor:
-        group = self.process_group
+        group = getattr(self, "process_group", None)  # a converted SyncBN's
         if not (self.training and dist.is_initialized() and dist.get_world_size(group) > 1):
             return super().forward(input)
         x = input.float() if torch.finfo(input.dtype).bits < 32 else input  # bf16/fp16
@@ -75,8 +59,6 @@ class HamSyncBatchNorm(nn.modules.batchnorm._BatchNorm):
         # (C,) sums and the element count in one all-reduce, differentiable: (C + 1,)
         totals = all_reduce(torch.cat([x.sum(dims), count]), group=group)
         n = totals[-1].detach()
-        if n <= 1:
-            raise ValueError(f"Expected more than 1 value per channel in training, got {int(n)}")
         mean = totals[:channels] / n
         centered = x - mean.view(view)
         sq_dev = all_reduce((centered * centered).sum(dims), group=group)  # (C,)
@@ -84,23 +66,19 @@ class HamSyncBatchNorm(nn.modules.batchnorm._BatchNorm):
         if self.affine:
             out = out * self.weight.view(view) + self.bias.view(view)
         if self.track_running_stats:
-            with torch.no_grad():
-                self.num_batches_tracked.add_(1)
-                factor = self.momentum
-                if factor is None:  # cumulative average
-                    factor = 1.0 / float(self.num_batches_tracked)
-                self.running_mean.lerp_(mean.to(self.running_mean.dtype), factor)
-                self.running_var.lerp_((sq_dev / (n - 1)).to(self.running_var.dtype), factor)
+            self.num_batches_tracked.add_(1)
+            factor = self.momentum or 1.0 / float(self.num_batches_tracked)  # None: average
+            self.running_mean.lerp_(mean.detach().to(self.running_mean.dtype), factor)
+            self.running_var.lerp_((sq_dev.detach() / (n - 1)).to(self.running_var.dtype), factor)
         return out.to(input.dtype)
 
 
 def convert_sync_batchnorm_to_ham(module: nn.Module) -> nn.Module:
-    """Replace every ``nn.SyncBatchNorm`` in ``module`` (in place) by a
-    :class:`HamSyncBatchNorm` holding the same parameters and buffers; returns the module."""
+    """Every ``nn.SyncBatchNorm`` becomes a :class:`HamSyncBatchNorm` (in place, same tensors)."""
     if isinstance(module, nn.SyncBatchNorm):
         args = (module.num_features, module.eps, module.momentum, module.affine)
         new = HamSyncBatchNorm(*args, module.track_running_stats)
-        new.__dict__.update({k: v for k, v in vars(module).items() if k != "process_group"})
+        new.__dict__.update(vars(module))
         return new
     for name, child in module.named_children():
         setattr(module, name, convert_sync_batchnorm_to_ham(child))
@@ -117,20 +95,16 @@ class CPUSyncBNDistributedDataParallel(MMDistributedDataParallel):
 
 @OPTIM_WRAPPERS.register_module()
 class CPUAmpOptimWrapper(AmpOptimWrapper):
-    """``--amp`` on CPU: the forward under CPU autocast (``dtype``), with torch's CPU
-    ``GradScaler`` for ``loss_scale`` ('dynamic', a float or ``GradScaler`` arguments; None:
-    no scaling), as ``AmpOptimWrapper`` scales on a GPU. Other arguments: ``OptimWrapper``'s."""
+    """``--amp`` on CPU: CPU autocast to ``dtype`` and torch's CPU ``GradScaler`` for
+    ``loss_scale`` (as ``AmpOptimWrapper``'s: 'dynamic', a float or a dict; None: no scaling)."""
 
     def __init__(self, dtype: str = "bfloat16", loss_scale: Any = None, **kwargs) -> None:
         OptimWrapper.__init__(self, **kwargs)  # AmpOptimWrapper.__init__ asserts a GPU
         self.cast_dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
         self._scale_update_param = loss_scale if isinstance(loss_scale, float) else None
-        if loss_scale is None or loss_scale == "dynamic":
-            scaler = dict(enabled=loss_scale is not None)
-        elif isinstance(loss_scale, (float, dict)):
+        scaler = dict(enabled=loss_scale is not None)
+        if isinstance(loss_scale, (float, dict)):
             scaler = loss_scale if isinstance(loss_scale, dict) else dict(init_scale=loss_scale)
-        else:
-            raise TypeError(f"loss_scale must be None, 'dynamic', a float or a dict: {loss_scale}")
         self.loss_scaler = torch.amp.GradScaler("cpu", **scaler)
 
     @contextmanager

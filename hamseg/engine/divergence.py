@@ -1,24 +1,17 @@
-"""Stop a diverged run on every rank (exit code 65) before it saves non-finite weights: losses and
-weights are checked after each iteration, before ``CheckpointHook``; loss-scaler skips count only
-past ``max_consecutive_skips``. docs/robustness.md, "Divergence"."""
-
-from __future__ import annotations
+"""Stop a diverged run on every rank (exit code 65) before it saves non-finite weights
+(docs/robustness.md, "Divergence")."""
 
 import math
 from typing import Any
 
 import torch
 from mmengine.hooks import Hook
-from mmengine.optim import OptimWrapperDict
 from mmseg.registry import HOOKS
 
 from .stop import TrainingStopped, agree_max
 
 #: Exit code of a diverged run (sysexits.h EX_DATAERR: resuming would diverge again).
 DIVERGED_EXIT_CODE = 65
-_WEIGHTS = 1  # problems; the largest wins when ranks differ
-_LOSS = 2
-_SKIPS = 3
 
 
 class TrainingDiverged(TrainingStopped):
@@ -27,9 +20,8 @@ class TrainingDiverged(TrainingStopped):
     label = "error: "
 
 
-def _scales(wrapper: Any) -> list[float]:
-    """The scales of the enabled ``GradScaler``s of an optimizer wrapper (or wrapper dict)."""
-    wrappers = wrapper.values() if isinstance(wrapper, OptimWrapperDict) else [wrapper]
+def _scales(wrapper: Any) -> list[float]:  # of the enabled loss scalers (OptimWrapperDict too)
+    wrappers = wrapper.values() if hasattr(wrapper, "values") else [wrapper]
     scalers = [getattr(w, "loss_scaler", None) for w in wrappers]
     return [s.get_scale() for s in scalers if s is not None and s.is_enabled()]
 
@@ -42,20 +34,13 @@ class NonFiniteLossHook(Hook):
         max_consecutive_skips: Under a loss scaler, the steps in a row it may skip (its scale
             went down or the loss was non-finite) before the run counts as diverged.
         check_weights: Also check float parameters and buffers after each update.
-        exit_code: Exit code of the stopped process.
     """
 
     priority = 80  # after LoggerHook (60) and ParamSchedulerHook (70), before CheckpointHook (90)
 
-    def __init__(
-        self,
-        max_consecutive_skips: int = 20,
-        check_weights: bool = True,
-        exit_code: int = DIVERGED_EXIT_CODE,
-    ) -> None:
-        self.max_consecutive_skips = int(max_consecutive_skips)
+    def __init__(self, max_consecutive_skips: int = 20, check_weights: bool = True) -> None:
+        self.max_consecutive_skips = max_consecutive_skips
         self.check_weights = check_weights
-        self.exit_code = int(exit_code)
         self.skips = 0
         self.scales: list[float] = []
 
@@ -63,11 +48,8 @@ class NonFiniteLossHook(Hook):
         self.scales = _scales(runner.optim_wrapper)
 
     def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None, outputs=None):
-        """Check this iteration's losses and weights; all ranks stop if any rank failed."""
-        items = (outputs or {}).items()
-        losses = {k: torch.as_tensor(v).detach().float() for k, v in items if "loss" in k}
-        flat = [v.reshape(-1) for v in losses.values()]
-        checks = [torch.cat(flat).isfinite().all() if flat else torch.tensor(True)]
+        losses = {k: torch.as_tensor(v).detach().float() for k, v in outputs.items() if "loss" in k}
+        checks = [torch.cat([v.reshape(-1) for v in losses.values()]).isfinite().all()]
         model = runner.model
         if self.check_weights:  # the largest magnitude over all float tensors: one reduction
             tensors = [t for t in (*model.parameters(), *model.buffers()) if t.is_floating_point()]
@@ -75,13 +57,15 @@ class NonFiniteLossHook(Hook):
             checks.append(largest.isfinite().to(checks[0].device))
         loss_ok, weights_ok = (torch.stack(checks).tolist() + [True])[:2]  # one host sync
         scales = _scales(runner.optim_wrapper)
-        skipped = bool(scales) and (not loss_ok or any(a < b for a, b in zip(scales, self.scales)))
+        skipped = scales and (not loss_ok or any(a < b for a, b in zip(scales, self.scales)))
         self.skips = self.skips + 1 if skipped else 0
-        mine = max(
-            _LOSS * (not loss_ok and not scales),
-            _SKIPS * (self.skips > self.max_consecutive_skips),
-            _WEIGHTS * (not weights_ok),
-        )
+        # the problem: 3 skips, 2 loss, 1 weights, 0 none; the largest of all ranks wins
+        failed = [
+            not weights_ok,
+            not loss_ok and not scales,
+            self.skips > self.max_consecutive_skips,
+        ]
+        mine = max(i * bad for i, bad in enumerate(failed, 1))
         (problem,) = agree_max([mine])
         if not problem:
             return
@@ -89,19 +73,18 @@ class NonFiniteLossHook(Hook):
         shown = "on another rank"
         if mine == problem:
             shown = ", ".join(f"{k}={float(v.mean()):.4g}" for k, v in losses.items())
-        if mine == problem == _WEIGHTS:
+        if mine == problem == 1:
             named = (*model.named_parameters(), *model.named_buffers())
             bad = [n for n, t in named if t.is_floating_point() and not t.isfinite().all()]
             more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
             shown += f"; non-finite: {', '.join(bad[:3])}{more}"
-        what = {
-            _LOSS: f"non-finite loss at iteration {step} ({shown})",
-            _SKIPS: f"non-finite gradients at iteration {step}: the loss scaler skipped "
-            f"{self.skips} steps in a row (scale {min(scales, default=0):.3g}, "
-            f"max_consecutive_skips={self.max_consecutive_skips}; {shown})",
-            _WEIGHTS: f"non-finite parameters or buffers after iteration {step} ({shown})",
-        }[problem]
+        what = [
+            f"non-finite parameters or buffers after iteration {step} ({shown})",
+            f"non-finite loss at iteration {step} ({shown})",
+            f"non-finite gradients at iteration {step}: the loss scaler skipped {self.skips} "
+            f"steps in a row (max_consecutive_skips={self.max_consecutive_skips}; {shown})",
+        ][problem - 1]
         latest = runner.message_hub.get_info("last_ckpt")
         kept = f"the latest checkpoint is {latest}" if latest else "no checkpoint was written"
         message = f"{what}; stopped without saving these weights ({kept})"
-        raise TrainingDiverged(message, self.exit_code)
+        raise TrainingDiverged(message, DIVERGED_EXIT_CODE)

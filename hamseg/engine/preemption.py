@@ -1,12 +1,8 @@
-"""Checkpoint on a signal (pre-emption, time limit, Ctrl-C), requeue the slurm job, exit 75: every
-rank finishes the iteration, the checkpoint is written once all agree, and the stop line names the
-command that resumes the run. docs/robustness.md, "Pre-emption"."""
-
-from __future__ import annotations
+"""Checkpoint on a signal (pre-emption, time limit, Ctrl-C), requeue the slurm job, exit 75
+(docs/robustness.md, "Pre-emption")."""
 
 import contextlib
 import functools
-import logging
 import os
 import os.path as osp
 import shlex
@@ -26,9 +22,7 @@ from mmengine.runner import IterBasedTrainLoop
 from mmseg.registry import HOOKS
 
 from .checkpoints import ATOMIC_BACKEND
-from .launcher import agent_argv
-from .resume import gather_rng_states
-from .stop import TrainingStopped, agree_max
+from .stop import TrainingStopped, agent_argv, agree_max
 
 #: Exit code after a signal stop with its checkpoint written (sysexits.h EX_TEMPFAIL).
 PREEMPTED_EXIT_CODE = 75
@@ -39,77 +33,55 @@ class TrainingPreempted(TrainingStopped):
 
 
 def _obey_parent_only(signals: tuple, parent: int) -> None:
-    """Wait for ``signals`` (blocked in this process); exit if the parent sent one."""
-    while True:
+    while True:  # the signals are blocked in this process: they all come here
         if signal.sigwaitinfo(signals).si_pid == parent:
             os._exit(0)  # what torch's worker SIGTERM handler does for its parent
 
 
 def worker_init_fn(worker_id: int, *args: Any, ignored: tuple, **kwargs: Any) -> None:
-    """mmengine's worker seeding; then only the parent (the DataLoader's shutdown) may end the
-    worker with one of the ``ignored`` signals (slurm signals every process of a job step)."""
+    """mmengine's; then only the parent may end the worker with one of the ``ignored`` signals."""
     mmengine_worker_init_fn(worker_id, *args, **kwargs)
     signal.pthread_sigmask(signal.SIG_BLOCK, ignored)  # threads started later inherit it
     threading.Thread(target=_obey_parent_only, args=(ignored, os.getppid()), daemon=True).start()
 
 
 def protect_workers(signals: Iterable[int]) -> None:
-    """Make the DataLoader workers that mmengine's Runner starts from now on ignore ``signals``
-    unless their parent sends them; () undoes it. mmengine 0.10.7's Runner passes its module's
-    ``default_worker_init_fn`` to every loader, with no option to add to it (pinned by
-    tests/engine/test_upstream_pins.py)."""
-    ignored = tuple(sorted(set(signals)))
-    init = functools.partial(worker_init_fn, ignored=ignored) if ignored else None
-    runner_module.default_worker_init_fn = init or mmengine_worker_init_fn
+    """DataLoader workers that mmengine's Runner starts from now on ignore ``signals`` (slurm
+    signals every process of a job step) unless their parent sends them; () undoes it. mmengine
+    0.10.7 gives every loader its module's ``default_worker_init_fn`` (test_upstream_pins)."""
+    init = functools.partial(worker_init_fn, ignored=tuple(signals))
+    runner_module.default_worker_init_fn = init if signals else mmengine_worker_init_fn
 
 
 def ignore_signals_until_exit() -> list[int]:
-    """Ignore (and return) the signals a :class:`PreemptionHook` handles, in a process about to
-    exit: CPython resets handlers while it finalizes, and torchrun's SIGTERM would give -15."""
-    ignored = []
-    for signum in signal.valid_signals():
-        try:
-            if isinstance(getattr(signal.getsignal(signum), "__self__", None), PreemptionHook):
-                signal.signal(signum, signal.SIG_IGN)
-                ignored.append(int(signum))
-        except (OSError, ValueError):  # not a signal here, or not the main thread
-            pass
-    return ignored
+    """Ignore the signals a :class:`PreemptionHook` handles (returned) before the exit: CPython
+    resets handlers while it finalizes, and torchrun's SIGTERM would give -15."""
+    handlers = {s: getattr(signal.getsignal(s), "__self__", None) for s in signal.valid_signals()}
+    ignored = [int(s) for s, hook in handlers.items() if isinstance(hook, PreemptionHook)]
+    for signum in ignored:
+        signal.signal(signum, signal.SIG_IGN)
+    return sorted(ignored)
 
 
 def resume_command(work_dir: str) -> str:
-    """The command that resumes this run: the launch script's (``$HAMSEG_COMMAND``, exported by
-    tools/dist_train.sh and the slurm scripts), torchrun's or this process's, with ``--work-dir``
-    and ``--resume``, without a ``load_from`` in ``--cfg-options`` (which ``--resume`` would
-    resume instead of the work dir's latest checkpoint)."""
-    if os.environ.get("HAMSEG_COMMAND"):
-        argv = shlex.split(os.environ["HAMSEG_COMMAND"])
-    elif "TORCHELASTIC_RUN_ID" in os.environ:
-        argv = agent_argv(os.getppid()) or list(sys.orig_argv)
-    else:
-        argv = list(sys.orig_argv)
-    command: list[str] = []
-    options = False
-    for arg in argv:
-        options = arg == "--cfg-options" if arg.startswith("-") else options
-        if not (options and arg.startswith(("load_from=", "resume="))):
-            command.append(arg)
-    last = len(command) - 1  # drop a --cfg-options left without items
-    command = [
-        arg
-        for i, arg in enumerate(command)
-        if arg != "--cfg-options" or (i < last and not command[i + 1].startswith("-"))
-    ]
+    """This run's command (the launch script's ``$HAMSEG_COMMAND``, torchrun's or this process's)
+    with ``--work-dir`` and ``--resume``, without a ``load_from`` (``--resume`` would take it)."""
+    argv = shlex.split(os.environ.get("HAMSEG_COMMAND", ""))
+    argv = (
+        argv or ("TORCHELASTIC_RUN_ID" in os.environ and agent_argv(os.getppid())) or sys.orig_argv
+    )
+    kept = [arg for arg in argv if not arg.startswith(("load_from=", "resume="))] + ["--"]
+    # a --cfg-options left without items goes too
+    command = [a for a, b in zip(kept, kept[1:]) if a != "--cfg-options" or not b.startswith("-")]
     if not any(arg.startswith("--work-dir") for arg in argv):
         command += ["--work-dir", work_dir]
     return shlex.join(command + ["--resume"] * ("--resume" not in argv))
 
 
 def _signum(spec: str | int) -> int:
-    """``'SIGUSR1'``, ``'usr1'`` or ``10`` -> 10."""
-    if isinstance(spec, int):
-        return int(signal.Signals(spec))
-    return int(signal.Signals["SIG" + spec.upper().removeprefix("SIG")])
+    if isinstance(spec, str):  # 'SIGUSR1' or 'usr1'
+        return signal.Signals["SIG" + spec.upper().removeprefix("SIG")]
+    return signal.Signals(spec)
 
 
 @HOOKS.register_module()
@@ -117,11 +89,9 @@ class PreemptionHook(Hook):
     """On a signal: finish the iteration, checkpoint it once all ranks agree, requeue, stop.
 
     Args:
-        signals: Signals that stop training (names or numbers); [] turns the hook off. A
-            second SIGINT (Ctrl-C) aborts at once (KeyboardInterrupt).
+        signals: Names or numbers of the signals that stop training; [] turns the hook off.
         requeue: Requeue the slurm job after the checkpoint; None: if ``SLURM_JOB_ID`` is set.
         requeue_signals: Which of ``signals`` requeue (not SIGTERM: ``scancel`` sends it).
-        exit_code: Exit code of the stopped process.
     """
 
     priority = "LOWEST"  # after CheckpointHook: reuses a checkpoint of this iteration
@@ -131,45 +101,33 @@ class PreemptionHook(Hook):
         signals: Sequence[str | int] = ("SIGTERM", "SIGUSR1", "SIGINT"),
         requeue: bool | None = None,
         requeue_signals: Sequence[str | int] = ("SIGUSR1",),
-        exit_code: int = PREEMPTED_EXIT_CODE,
     ) -> None:
         self.signals = tuple(map(_signum, signals))
         self.requeue_signals = tuple(map(_signum, requeue_signals))
-        self.requeue = "SLURM_JOB_ID" in os.environ if requeue is None else bool(requeue)
-        self.exit_code = int(exit_code)
-        self.received: list[int] = []  # in order of arrival; the handler only records
+        self.requeue = "SLURM_JOB_ID" in os.environ if requeue is None else requeue
+        self.received: list[signal.Signals] = []  # in order of arrival; the handler only records
         self.previous: dict[int, Any] = {}
-        self.stopped: str | None = None  # the message, once stopped
+        self.stopped: str | None = None  # the stop line, once stopped
         protect_workers(self.signals)  # the train DataLoader starts its workers before_run
 
     def handle(self, signum: int, frame: Any) -> None:
         if signum == signal.SIGINT and signum in self.received:
             raise KeyboardInterrupt  # a second Ctrl-C: abort at once
         if signum not in self.received:
-            self.received.append(signum)
+            self.received.append(signal.Signals(signum))
 
     def before_train(self, runner) -> None:
         for signum in self.signals:
             with contextlib.suppress(ValueError):  # not the main thread: no handler there
                 self.previous[signum] = signal.signal(signum, self.handle)
 
-    def restore_signal_handlers(self) -> None:
-        """Put back the handlers from before training (done after a complete run)."""
-        for signum, previous in self.previous.items():
-            signal.signal(signum, signal.SIG_DFL if previous is None else previous)
-        self.previous.clear()
-        protect_workers(())
-
     def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None, outputs=None):
-        """Stop every rank after this iteration if any rank received a signal."""
         requeue = any(s in self.requeue_signals for s in self.received)
         stop, requeue = agree_max([int(bool(self.received)), int(requeue)])  # every iteration
         step = runner.iter + 1
         if not stop or self.stopped is not None or step >= runner.max_iters:
             return  # at the last iteration the run is complete: CheckpointHook saves it
-        names = (
-            "/".join(signal.Signals(s).name for s in self.received) or "a signal to another rank"
-        )
+        names = "/".join(s.name for s in self.received) or "a signal to another rank"
         print_log(f"{names} received: stopping after iteration {step}", logger="current")
         message = f"training stopped by {names} after iteration {step}: {self.save(runner)} written"
         if requeue and self.requeue:
@@ -178,48 +136,41 @@ class PreemptionHook(Hook):
         self.stopped = f"{message}; continue with: {resume_command(runner.work_dir)}"
         loop = runner.train_loop
         if not isinstance(loop, IterBasedTrainLoop):  # checks stop_training between epochs only
-            raise TrainingPreempted(self.stopped, self.exit_code)
+            raise TrainingPreempted(self.stopped, PREEMPTED_EXIT_CODE)
         loop.stop_training = True  # the loop ends; after_train/after_run hooks still run
         loop.val_begin = loop.max_iters + 1  # no validation of this iteration: time is short
 
     def after_run(self, runner) -> None:
-        """After a stop, leave ``runner.train()`` (the handlers stay: a signal until the exit
-        is only recorded); after a complete run, restore the handlers."""
+        """Leave ``runner.train()`` after a stop (signals until the exit are only recorded); put
+        the handlers back after a complete run."""
         if self.stopped is not None:
-            raise TrainingPreempted(self.stopped, self.exit_code)
-        self.restore_signal_handlers()
+            raise TrainingPreempted(self.stopped, PREEMPTED_EXIT_CODE)
+        for signum, previous in self.previous.items():
+            signal.signal(signum, signal.SIG_DFL if previous is None else previous)
+        protect_workers(())
 
     def save(self, runner) -> str:
         """Checkpoint this iteration (every rank calls, the main rank writes); its path."""
         step = runner.iter + 1
-        gather_rng_states(runner)  # also for a CheckpointHook that does not gather
         hook = next((h for h in runner.hooks if isinstance(h, CheckpointHook)), None)
-        if hook is None or hook.by_epoch:
-            path = osp.join(runner.work_dir, f"iter_{step}.pth")
-            backend = dict(backend=ATOMIC_BACKEND)
-            runner.save_checkpoint(runner.work_dir, f"iter_{step}.pth", backend_args=backend)
-            if is_main_process():
-                with open(osp.join(runner.work_dir, "last_checkpoint"), "w") as handle:
-                    handle.write(path)
+        if hook is not None and not hook.by_epoch:
+            path = hook.file_backend.join_path(hook.out_dir, hook.filename_tmpl.format(step))
+            if hook.last_ckpt != path:  # not just written by the periodic save
+                hook._save_checkpoint(runner)  # pointer, max_keep_ckpts (test_upstream_pins)
             return path
-        path = hook.file_backend.join_path(hook.out_dir, hook.filename_tmpl.format(step))
-        if hook.last_ckpt != path:  # not just written by the periodic save
-            # the pointer and max_keep_ckpts as for periodic saves (pinned by test_upstream_pins)
-            hook._save_checkpoint(runner)
-        return path
+        backend = dict(backend=ATOMIC_BACKEND)  # found by --resume without a pointer
+        runner.save_checkpoint(runner.work_dir, f"iter_{step}.pth", backend_args=backend)
+        return osp.join(runner.work_dir, f"iter_{step}.pth")
 
     def requeue_job(self) -> str:
-        """``scontrol requeue $SLURM_JOB_ID`` on the main rank; a note for the message."""
+        """``scontrol requeue $SLURM_JOB_ID`` on the main rank; a note for the stop line."""
         job = os.environ.get("SLURM_JOB_ID", "")
         if not is_main_process():
             return "; slurm job requeued by the main rank"
+        command = ["scontrol", "requeue", job]
         try:
-            done = subprocess.run(["scontrol", "requeue", job], capture_output=True, timeout=120)
-            failure = done.stderr.decode().strip() if done.returncode else None
-        except (OSError, subprocess.TimeoutExpired) as err:
-            failure = str(err)
-        if failure is None:
-            print_log(f"requeued slurm job {job}", logger="current")
-            return f"; slurm job {job} requeued"
-        print_log(f"requeueing slurm job {job} failed: {failure}", "current", logging.WARNING)
-        return f"; requeueing slurm job {job} failed ({failure})"
+            subprocess.run(command, check=True, capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.SubprocessError) as err:
+            failure = (getattr(err, "stderr", None) or str(err)).strip()
+            return f"; requeueing slurm job {job} failed ({failure})"
+        return f"; slurm job {job} requeued"

@@ -8,7 +8,7 @@ from mmengine.config import Config
 
 import hamseg  # noqa: F401  (before mmseg)
 from hamseg.cli import enable_amp
-from hamseg.engine import ChannelsLastHook
+from hamseg.engine.channels_last import ChannelsLastHook
 from tests.helpers import build_for_training, synthetic_batch
 
 TINY_HAM = "tests/data/tiny_ham.py"

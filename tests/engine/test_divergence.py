@@ -18,7 +18,8 @@ import torch
 from mmengine.config import Config
 from mmengine.hooks import Hook
 
-from hamseg.engine import DIVERGED_EXIT_CODE, TrainingDiverged
+import hamseg.engine.cpu  # noqa: F401  (registers CPUAmpOptimWrapper, opt-in)
+from hamseg.engine.divergence import DIVERGED_EXIT_CODE, TrainingDiverged
 from tests.conftest import REPO, TINY_FCN
 from tests.helpers import one_thread  # noqa: F401  (fixture)
 from tests.robust.helpers import (
@@ -153,7 +154,7 @@ def test_fp16_loss_scaler_skips_are_tolerated_up_to_the_option(tmp_path, tiny_da
     assert error is not None and error.exit_code == 65
     assert str(error).startswith(
         "non-finite gradients at iteration 6: the loss scaler skipped 6 steps in a row "
-        "(scale 2.62e+05, max_consecutive_skips=5; loss="
+        "(max_consecutive_skips=5; loss="
     )
 
 
@@ -174,7 +175,7 @@ def test_fp16_nan_losses_of_skipped_steps_until_the_scaler_gives_up(tmp_path, ti
     assert scales == [2.0**16, 2.0**15, 2.0**14, 2.0**13]  # iterations 2-4 skipped
     assert str(error).startswith(
         "non-finite gradients at iteration 5: the loss scaler skipped 4 steps in a row "
-        "(scale 4.1e+03, max_consecutive_skips=3; loss=nan"
+        "(max_consecutive_skips=3; loss=nan"
     )
 
 

@@ -17,7 +17,7 @@ import sys
 import pytest
 import torch
 
-from hamseg.engine.launcher import launcher_warning
+from hamseg.engine.stop import launcher_warning
 from tests.conftest import REPO, TINY_FCN
 from tests.robust.helpers import data_options, finish, start_process, wait_for_line
 

@@ -5,8 +5,6 @@ handlers catch them; a missing handler would end the test session). The slow one
 tools/train.py, torchrun and a two-task slurm launch in subprocesses.
 """
 
-from __future__ import annotations
-
 import io
 import os
 import os.path as osp
@@ -22,8 +20,7 @@ from mmengine.hooks import Hook
 
 import tests.robust.fault_hooks  # noqa: F401  (registers SignalAtIterHook)
 from hamseg.compat.checkpoint import is_complete_checkpoint
-from hamseg.engine import (
-    PREEMPTED_EXIT_CODE,
+from hamseg.engine.preemption import (
     PreemptionHook,
     TrainingPreempted,
     ignore_signals_until_exit,
@@ -57,8 +54,6 @@ def own_signal_handlers():
 
 
 class Events(Hook):
-    """Records the hook events and checkpoint saves of a run."""
-
     priority = "VERY_LOW"
 
     def __init__(self) -> None:
@@ -74,19 +69,18 @@ class Events(Hook):
         self.events.append("after_train")
 
 
-def run_until_signal(tmp_path, data: str, hooks: list, options: dict | None = None):
-    """tiny_ham.py for 4 iterations with ``hooks``; the TrainingPreempted it raises (or None)."""
+def run_until_signal(tmp_path, data: str, hooks: list, interval: int = 100):
+    """tiny_ham.py for 4 iterations with ``hooks``; the TrainingPreempted (or None), the events,
+    the work dir and the PreemptionHook."""
     work = str(tmp_path / "work")
-    cfg = tiny_cfg(
-        data,
-        work,
-        {"train_cfg.max_iters": 4, "default_hooks.checkpoint.interval": 100, **(options or {})},
-    )
+    options = {"train_cfg.max_iters": 4, "train_cfg.val_interval": 2}
+    cfg = tiny_cfg(data, work, {**options, "default_hooks.checkpoint.interval": interval})
     cfg.custom_hooks = hooks
     events = Events()
     stop, runner = train_until_stopped(cfg, events)
     assert stop is None or isinstance(stop, TrainingPreempted)
-    return stop, events.events, work, runner
+    hook = next(h for h in runner.hooks if isinstance(h, PreemptionHook))
+    return stop, events.events, work, hook
 
 
 def test_signal_names_and_numbers():
@@ -96,36 +90,34 @@ def test_signal_names_and_numbers():
         PreemptionHook(signals=["SIGNOPE"])
 
 
-def test_signal_checkpoints_that_iteration_then_leaves_train_with_exit_code(tmp_path, tiny_data):
-    before = signal.getsignal(signal.SIGUSR1)
-    hooks = [dict(type="SignalAtIterHook", at=2), dict(type="PreemptionHook", requeue=False)]
-    stop, events, work, runner = run_until_signal(
-        tmp_path, tiny_data, hooks, {"train_cfg.val_interval": 2}
-    )
-
-    assert stop is not None and stop.exit_code == PREEMPTED_EXIT_CODE == 75
-    assert str(stop).startswith("training stopped by SIGUSR1 after iteration 2:")
+@pytest.mark.parametrize("sig,interval", [("SIGUSR1", 100), ("SIGINT", 100), ("SIGTERM", 2)])
+def test_a_signal_checkpoints_that_iteration_then_stops_with_75(tmp_path, tiny_data, sig, interval):
+    hooks = [dict(type="SignalAtIterHook", at=2, sig=sig), dict(type="PreemptionHook")]
+    stop, events, work, hook = run_until_signal(tmp_path, tiny_data, hooks, interval)
+    path = osp.join(work, "iter_2.pth")
+    assert stop.exit_code == 75
+    assert str(stop).startswith(f"training stopped by {sig} after iteration 2: {path} written")
     assert sorted(n for n in os.listdir(work) if n.endswith(".pth")) == ["iter_2.pth"]
-    assert open(osp.join(work, "last_checkpoint")).read() == osp.join(work, "iter_2.pth")
-    checkpoint = torch.load(osp.join(work, "iter_2.pth"))
+    assert open(osp.join(work, "last_checkpoint")).read() == path
+    checkpoint = torch.load(path)
     assert checkpoint["meta"]["iter"] == 2 and "optimizer" in checkpoint
     assert checkpoint["param_schedulers"][0]["last_step"] == 2  # as in a periodic iter_2.pth
-    # no validation of the stop iteration (val_interval=2), but the run's end hooks ran
+    # saved once (also where the periodic save wrote it), no validation of the stop iteration
+    # (val_interval=2), but the run's end hooks ran
     assert events == ["save@2", "after_train"]
-    # until the process exits, more signals are only recorded (e.g. torchrun's SIGTERM when the
-    # other rank exits first); in-process callers put the handlers back themselves
-    hook = next(h for h in runner.hooks if isinstance(h, PreemptionHook))
-    os.kill(os.getpid(), signal.SIGTERM)  # would end this test session without the handler
-    assert hook.received == [signal.SIGUSR1, signal.SIGTERM]
-    hook.restore_signal_handlers()
-    assert signal.getsignal(signal.SIGUSR1) == before
+    if sig == "SIGINT":  # a second Ctrl-C aborts at once
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the handler raises at the next bytecode; never slept out
+    else:  # until the process exits, more signals are only recorded (e.g. torchrun's SIGTERM)
+        os.kill(os.getpid(), signal.SIGTERM)  # would end this test session without the handler
+        assert hook.received == [signal.Signals[sig]] + [signal.SIGTERM] * (sig != "SIGTERM")
 
 
 def test_before_the_exit_only_the_hooks_signals_become_ignored():
     signal.signal(signal.SIGUSR2, signal.default_int_handler)  # someone else's handler
     try:
-        hook = PreemptionHook()
-        hook.before_train(None)
+        PreemptionHook().before_train(None)
         assert ignore_signals_until_exit() == [signal.SIGINT, signal.SIGUSR1, signal.SIGTERM]
         assert (
             signal.getsignal(signal.SIGTERM) == signal.getsignal(signal.SIGUSR1) == signal.SIG_IGN
@@ -136,19 +128,13 @@ def test_before_the_exit_only_the_hooks_signals_become_ignored():
         signal.signal(signal.SIGUSR2, signal.SIG_DFL)
 
 
-def test_periodic_checkpoint_of_the_stop_iteration_is_not_written_twice(tmp_path, tiny_data):
-    hooks = [dict(type="SignalAtIterHook", at=2, sig="SIGTERM"), dict(type="PreemptionHook")]
-    options = {"default_hooks.checkpoint.interval": 2}
-    stop, events, work, runner = run_until_signal(tmp_path, tiny_data, hooks, options)
-    assert stop is not None and "SIGTERM after iteration 2" in str(stop)
-    assert events == ["save@2", "after_train"]
-
-
 def test_signal_at_the_last_iteration_just_finishes(tmp_path, tiny_data):
+    before = signal.getsignal(signal.SIGUSR1)
     hooks = [dict(type="SignalAtIterHook", at=4), dict(type="PreemptionHook")]
-    stop, events, work, runner = run_until_signal(tmp_path, tiny_data, hooks)
+    stop, events, *_ = run_until_signal(tmp_path, tiny_data, hooks)
     assert stop is None  # the run is complete: no exit 75, no requeue
-    assert events == ["save@4", "val@4", "after_train"]
+    assert events == ["val@2", "save@4", "val@4", "after_train"]
+    assert signal.getsignal(signal.SIGUSR1) == before  # the handlers are put back
 
 
 def test_a_second_signal_while_saving_changes_nothing(tmp_path, tiny_data, monkeypatch):
@@ -165,10 +151,9 @@ def test_a_second_signal_while_saving_changes_nothing(tmp_path, tiny_data, monke
 
     monkeypatch.setattr(torch, "save", interrupted_save)
     hooks = [dict(type="SignalAtIterHook", at=2), dict(type="PreemptionHook", requeue=False)]
-    stop, events, work, runner = run_until_signal(tmp_path, tiny_data, hooks)
+    stop, events, work, hook = run_until_signal(tmp_path, tiny_data, hooks)
     monkeypatch.undo()
-    assert stop is not None and "SIGUSR1 after iteration 2" in str(stop)
-    hook = next(h for h in runner.hooks if isinstance(h, PreemptionHook))
+    assert "SIGUSR1 after iteration 2" in str(stop)
     assert hook.received == [signal.SIGUSR1, signal.SIGTERM]  # recorded, nothing else
     path = osp.join(work, "iter_2.pth")
     assert is_complete_checkpoint(path) and torch.load(path)["meta"]["iter"] == 2
@@ -177,15 +162,12 @@ def test_a_second_signal_while_saving_changes_nothing(tmp_path, tiny_data, monke
 
 def fake_scontrol(tmp_path, exit_code: int = 0) -> str:
     """An ``scontrol`` on PATH that logs its arguments (one call per line)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    log = tmp_path / "scontrol.log"
-    script = bin_dir / "scontrol"
+    (tmp_path / "bin").mkdir(exist_ok=True)
+    log, script = tmp_path / "scontrol.log", tmp_path / "bin" / "scontrol"
     script.write_text(
         "#!/usr/bin/env bash\n"
         'if [ "$1 $2" = "show hostnames" ]; then echo 127.0.0.1; exit 0; fi\n'
-        f'echo "$*" >> {log}\n'
-        f"exit {exit_code}\n"
+        f'echo "$*" >> {log}\nexit {exit_code}\n'
     )
     script.chmod(0o755)
     return str(log)
@@ -197,22 +179,7 @@ def fake_scontrol(tmp_path, exit_code: int = 0) -> str:
         ("SIGUSR1", {}, 0, ["requeue 4242"], "; slurm job 4242 requeued;"),
         ("SIGTERM", {}, 0, [], "written; continue"),  # scancel sends SIGTERM: no requeue
         ("SIGUSR1", {"requeue": False}, 0, [], "written; continue"),  # the off switch
-        pytest.param(
-            "SIGTERM",
-            {"requeue_signals": ["SIGTERM"]},
-            0,
-            ["requeue 4242"],
-            "4242 requeued",
-            marks=pytest.mark.slow,
-        ),
-        pytest.param(
-            "SIGUSR1",
-            {},
-            1,
-            ["requeue 4242"],
-            "requeueing slurm job 4242 failed",
-            marks=pytest.mark.slow,
-        ),
+        ("SIGUSR1", {}, 1, ["requeue 4242"], "requeueing slurm job 4242 failed"),
     ],
 )
 def test_slurm_requeue_runs_once_with_the_job_id(
@@ -223,9 +190,8 @@ def test_slurm_requeue_runs_once_with_the_job_id(
     monkeypatch.setenv("SLURM_JOB_ID", "4242")
     hooks = [dict(type="SignalAtIterHook", at=2, sig=sig), dict(type="PreemptionHook", **options)]
     stop, *_ = run_until_signal(tmp_path, tiny_data, hooks)
-    assert stop is not None and stop.exit_code == 75 and note in str(stop)
-    logged = open(log).read().splitlines() if osp.exists(log) else []
-    assert logged == calls
+    assert stop.exit_code == 75 and note in str(stop)
+    assert (open(log).read().splitlines() if osp.exists(log) else []) == calls
 
 
 # ------------------------------------------------------------------------------------------
@@ -249,11 +215,6 @@ def train_args(config: str, work: str, data: str, *extra: str, max_iters: int = 
     return [TRAIN, config, "--work-dir", work, *extra, "--cfg-options", *options]
 
 
-def run_train(args: list[str], extra_env: dict | None = None, timeout: float = 600):
-    proc, lines = start_tool(args, extra_env)
-    return finish(proc, lines, timeout)
-
-
 def assert_same_training_state(path: str, reference: str) -> None:
     """Weights, buffers and optimizer state of two checkpoints are identical, bit for bit."""
     got, want = torch.load(path), torch.load(reference)
@@ -273,39 +234,28 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-EXACT = "randomness = dict(seed=0, deterministic=True)"
-
-
 @pytest.mark.slow
 def test_sigterm_to_the_process_group_with_workers_then_resume_is_exact(tmp_path, tiny_data):
     """slurm signals every process of a step, DataLoader workers included; no seed configured:
     the resumed run takes the checkpoint's seed (the sampler's order depends on it)."""
-    config = write_config(
-        tmp_path / "term.py",
-        TINY_HAM,
-        "randomness = dict(seed=None, diff_rank_seed=True, deterministic=True)",
-        "train_dataloader = dict(num_workers=1, persistent_workers=True)",
-        "custom_hooks = [dict(type='SignalAtIterHook', at=5, mode='wait')]",
-    )
+    workers = "train_dataloader = dict(num_workers=1, persistent_workers=True)"
+    hook = "custom_hooks = [dict(type='SignalAtIterHook', at=5, mode='wait')]"
+    random = "randomness = dict(seed=None, diff_rank_seed=True, deterministic=True)"
+    config = write_config(tmp_path / "term.py", TINY_HAM, random, workers, hook)
     work = str(tmp_path / "term")
     proc, lines = start_tool(train_args(config, work, tiny_data), new_session=True)
     wait_for_line(lines, r"^SIGNAL ME \d+", proc)
     os.killpg(proc.pid, signal.SIGTERM)  # the main process and its DataLoader worker
     code, output = finish(proc, lines)
-    assert code == PREEMPTED_EXIT_CODE, output[-3000:]
+    assert code == 75, output[-3000:]
     assert "exited unexpectedly" not in output  # the worker ignored the signal
     assert "training stopped by SIGTERM after iteration 5" in output
     seed = torch.load(osp.join(work, "iter_5.pth"))["meta"]["seed"]
-
-    reference = write_config(
-        tmp_path / "reference.py",
-        TINY_HAM,
-        f"randomness = dict(seed={seed}, diff_rank_seed=True, deterministic=True)",
-        "train_dataloader = dict(num_workers=1, persistent_workers=True)",
-    )
+    random = f"randomness = dict(seed={seed}, diff_rank_seed=True, deterministic=True)"
+    reference = write_config(tmp_path / "reference.py", TINY_HAM, random, workers)
     ref_work = str(tmp_path / "reference")
     ref = start_tool(train_args(reference, ref_work, tiny_data))
-    code, output = run_train(train_args(config, work, tiny_data, "--resume"))
+    code, output = finish(*start_tool(train_args(config, work, tiny_data, "--resume")))
     assert code == 0, output[-3000:]
     assert finish(*ref)[0] == 0
     assert_same_training_state(osp.join(work, "iter_8.pth"), osp.join(ref_work, "iter_8.pth"))
@@ -314,12 +264,10 @@ def test_sigterm_to_the_process_group_with_workers_then_resume_is_exact(tmp_path
 def test_signals_while_the_stopped_process_exits_change_neither_code_nor_checkpoint(
     tmp_path, tiny_data
 ):
-    """The exit after a stop takes seconds (interpreter and C++ teardown), and CPython resets
-    Python signal handlers to the default action while it finalizes: a SIGTERM then (torchrun
-    sends one to every rank once the first has exited) used to end the process with -15."""
-    config = write_config(
-        tmp_path / "exit.py", TINY_FCN, "custom_hooks = [dict(type='SignalAtIterHook', at=2)]"
-    )
+    """CPython resets Python signal handlers to the default action while it finalizes: a SIGTERM
+    then (torchrun sends one to every rank once the first has exited) used to give -15."""
+    hook = "custom_hooks = [dict(type='SignalAtIterHook', at=2)]"
+    config = write_config(tmp_path / "exit.py", TINY_FCN, hook)
     work = str(tmp_path / "work")
     proc, lines = start_tool(train_args(config, work, tiny_data, max_iters=4))
     wait_for_line(lines, r"^training stopped by SIGUSR1 after iteration 2: ", proc)
@@ -332,17 +280,12 @@ def test_signals_while_the_stopped_process_exits_change_neither_code_nor_checkpo
         sent += 1
         time.sleep(0.01)
     code, output = finish(proc, lines)
-    assert code == PREEMPTED_EXIT_CODE, (sent, output[-3000:])
-    assert sent >= 1 and "Traceback" not in output
-    path = osp.join(work, "iter_2.pth")
+    assert code == 75 and sent >= 1 and "Traceback" not in output, (sent, output[-3000:])
     assert sorted(n for n in os.listdir(work) if n.endswith((".pth", ".tmp"))) == ["iter_2.pth"]
-    assert open(osp.join(work, "last_checkpoint")).read() == path
-    assert is_complete_checkpoint(path) and torch.load(path)["meta"]["iter"] == 2
+    assert is_complete_checkpoint(osp.join(work, "iter_2.pth"))
 
 
-def torchrun(
-    config: str, work: str, data: str, port: int, *extra: str, max_iters: int = 6, **kwargs
-):
+def torchrun(config: str, work: str, data: str, port: int, *extra: str, max_iters=6, **kwargs):
     """tools/dist_train.sh with 2 CPU processes (the Popen pid is the script's);
     ``new_session=True``: the script leads its own process group, as in a terminal."""
     cmd = ["bash", osp.join(REPO, "tools", "dist_train.sh"), config, "2", "--work-dir", work]
@@ -354,55 +297,43 @@ def torchrun(
 @pytest.mark.slow
 @pytest.mark.parametrize("target", ["rank1", "launcher", "ctrl-c"])
 def test_torchrun_a_signal_stops_both_ranks_after_the_same_iteration(tmp_path, tiny_data, target):
-    waiting_rank = 1 if target == "rank1" else 0
-    config = write_config(
-        tmp_path / "ddp.py",
-        TINY_FCN,
-        "custom_hooks = [dict(type='RankStateDumpHook'), dict(type='SignalAtIterHook', at=3,"
-        f" mode='wait', sig='SIGTERM', rank={waiting_rank})]",
-    )
+    rank = 1 if target == "rank1" else 0
+    hooks = f"dict(type='SignalAtIterHook', at=3, mode='wait', sig='SIGTERM', rank={rank})"
+    hooks = f"custom_hooks = [dict(type='RankStateDumpHook'), {hooks}]"
+    config = write_config(tmp_path / "ddp.py", TINY_FCN, hooks)
     work = str(tmp_path / "work")
     proc, lines = torchrun(config, work, tiny_data, free_port(), new_session=target == "ctrl-c")
     pid = int(wait_for_line(lines, r"SIGNAL ME (\d+)", proc).group(1))
     if target == "ctrl-c":  # a terminal's Ctrl-C: SIGINT to the foreground process group, the
         # script and torchrun (the ranks lead their own sessions): torchrun gets it twice, from
         # the terminal and from the script's trap, and sends the ranks SIGINT, SIGTERM or both
-        # (which depends on when the second arrives; measured over 6 runs: 2, 3 and 1 times)
         os.killpg(proc.pid, signal.SIGINT)
     else:
         os.kill(pid if target == "rank1" else proc.pid, signal.SIGTERM)
     code, output = finish(proc, lines, timeout=300)  # no hang
     # torchrun says 1 (failed workers, or its own SignalException); every rank stopped with 75
-    assert code == PREEMPTED_EXIT_CODE, output[-3000:]
-    assert "forcefully exiting" not in output  # the agent's SIGKILL after its shutdown timeout
+    assert code == 75 and "forcefully exiting" not in output, output[-3000:]
     if target == "rank1":  # both ranks stopped alike: they exit 0 and the script says 75
         assert "training stopped by a signal to another rank after iteration 3" in output
         assert "ChildFailedError" not in output, output[-3000:]  # both agreed: said once
-    else:  # the script forwards SIGTERM to torchrun, which forwards it to both, waits for them,
-        # then re-raises its SignalException
+    else:  # the script passes it to torchrun, which passes it on, waits, then re-raises
         stopped_by = "(SIGINT|SIGTERM|SIGINT/SIGTERM)" if target == "ctrl-c" else "SIGTERM"
         assert re.search(f"training stopped by {stopped_by} after iteration 3", output)
         assert "SignalException" in output
-    names = sorted(os.listdir(work))
-    assert [n for n in names if n.startswith("iter_")] == ["iter_3.pth"]
+    assert [n for n in sorted(os.listdir(work)) if n.startswith("iter_")] == ["iter_3.pth"]
     rank0, rank1 = torch.load(osp.join(work, "rank0.pth")), torch.load(osp.join(work, "rank1.pth"))
+    saved = torch.load(osp.join(work, "iter_3.pth"))["state_dict"]
     assert rank0["iter"] == rank1["iter"] == 3
     for name, value in rank0["state_dict"].items():
-        assert torch.equal(value, rank1["state_dict"][name]), name
-    saved = torch.load(osp.join(work, "iter_3.pth"))["state_dict"]
-    for name, value in rank0["state_dict"].items():
-        assert torch.equal(saved[name], value), name
+        assert torch.equal(value, rank1["state_dict"][name]) and torch.equal(saved[name], value)
 
 
 @pytest.mark.slow
 def test_slurm_two_tasks_requeue_exactly_once(tmp_path, tiny_data):
     """Two tasks as srun starts them (SLURM_* variables, --launcher slurm); rank 1 gets SIGUSR1."""
     log = fake_scontrol(tmp_path)
-    config = write_config(
-        tmp_path / "slurm.py",
-        TINY_FCN,
-        "custom_hooks = [dict(type='SignalAtIterHook', at=2, rank=1)]",
-    )
+    hook = "custom_hooks = [dict(type='SignalAtIterHook', at=2, rank=1)]"
+    config = write_config(tmp_path / "slurm.py", TINY_FCN, hook)
     work = str(tmp_path / "work")
     env = dict(
         PATH=f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
@@ -418,18 +349,3 @@ def test_slurm_two_tasks_requeue_exactly_once(tmp_path, tiny_data):
     assert open(log).read().splitlines() == ["requeue 4242"]  # once, by the main rank
     assert "slurm job 4242 requeued" in results[0][1]
     assert sorted(n for n in os.listdir(work) if n.endswith(".pth")) == ["iter_2.pth"]
-
-
-def test_ctrl_c_checkpoints_like_sigterm_and_a_second_one_aborts(tmp_path, tiny_data):
-    before = signal.getsignal(signal.SIGINT)
-    hooks = [dict(type="SignalAtIterHook", at=2, sig="SIGINT"), dict(type="PreemptionHook")]
-    stop, events, work, runner = run_until_signal(tmp_path, tiny_data, hooks)
-    assert stop is not None and stop.exit_code == 75
-    assert str(stop).startswith(f"training stopped by SIGINT after iteration 2: {work}/iter_2.pth")
-    assert events == ["save@2", "after_train"]
-    hook = next(h for h in runner.hooks if isinstance(h, PreemptionHook))
-    with pytest.raises(KeyboardInterrupt):  # the second Ctrl-C, through the kernel
-        os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(5)  # the handler raises at the next bytecode; never slept out
-    hook.restore_signal_handlers()
-    assert signal.getsignal(signal.SIGINT) == before

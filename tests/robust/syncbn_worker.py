@@ -1,21 +1,11 @@
-"""A few SGD steps of the tiny HamHead model; rank 0 saves losses and gradients.
+"""Three SGD steps of the tiny HamHead model (fixed dictionary) on a global batch of 4, for
+tests/compat/test_distributed_syncbn.py: as one process with BN, or under torchrun as 2 processes
+with SyncBN, which ``setup_cpu_distributed``'s DDP wrapper turns into HamSyncBN (``--control``:
+also one step of plain BN inside DDP). Rank 0 saves what it saw to ``sys.argv[1]``."""
 
-Run by tests/compat/test_distributed_syncbn.py twice:
-
-- under ``torchrun --nproc_per_node 2`` with ``--norm SyncBN``: ``setup_cpu_distributed``
-  selects the CPU DDP wrapper, which turns torch's SyncBatchNorm into HamSyncBN; each process
-  takes its half of the global batch;
-- as one process with ``--norm BN``: plain batch norm on the whole global batch.
-
-With ``--control`` the distributed run also records the first-step gradients of the same model
-with unsynchronized BN (plain BN inside DDP), to show that the comparison can tell them apart.
-"""
-
-from __future__ import annotations
-
-import argparse
 import os
 import os.path as osp
+import sys
 
 import hamseg  # noqa: F401  (before mmseg; the repository is on PYTHONPATH)
 
@@ -24,121 +14,63 @@ import torch
 import torch.distributed as dist
 from mmengine.config import Config
 from mmengine.registry import MODEL_WRAPPERS, init_default_scope
-from mmengine.structures import PixelData
 from mmseg.registry import MODELS
-from mmseg.structures import SegDataSample
-from torch.nn.modules.batchnorm import _BatchNorm
+from torch import nn
 
 from hamseg.engine import setup_cpu_distributed
+from tests.helpers import synthetic_batch
 
 CONFIG = osp.join(osp.dirname(osp.dirname(osp.abspath(__file__))), "data", "tiny_ham.py")
-SIZE = 32
 
 
-def set_norm(node, norm: str):
-    """Every ``norm_cfg`` type of a config tree becomes ``norm``."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "norm_cfg" and isinstance(value, dict):
-                value["type"] = norm
-            else:
-                set_norm(value, norm)
-    elif isinstance(node, list):
-        for value in node:
-            set_norm(value, norm)
-
-
-def build(cfg: Config, norm: str, distributed: bool):
-    model_cfg = cfg.model.to_dict() if hasattr(cfg.model, "to_dict") else dict(cfg.model)
-    set_norm(model_cfg, norm)
-    # Fixed (seeded) dictionary: the random draws of the two runs could not be compared.
-    model_cfg["decode_head"]["ham_cfg"].update(init="fixed", D=16)
+def build(cfg: Config, sync: bool):
     torch.manual_seed(0)
-    model = MODELS.build(model_cfg)
+    model = MODELS.build(cfg.model)
     model.init_weights()
-    core = model
-    if distributed:
-        model = MODEL_WRAPPERS.build(dict(cfg.model_wrapper_cfg), default_args=dict(module=model))
-        core = model.module
-    return model, core
+    if not dist.is_initialized():
+        return model, model
+    model = nn.SyncBatchNorm.convert_sync_batchnorm(model) if sync else model
+    ddp = MODEL_WRAPPERS.build(dict(cfg.model_wrapper_cfg), default_args=dict(module=model))
+    return ddp, ddp.module
 
 
-def global_batch(step: int, total: int):
-    gen = torch.Generator().manual_seed(100 + step)
-    images = torch.randint(0, 256, (total, 3, SIZE, SIZE), generator=gen, dtype=torch.uint8)
-    labels = torch.randint(0, 3, (total, 1, SIZE, SIZE), generator=gen)
-    return images, labels
-
-
-def local_data(step: int, batch: int, rank: int, world: int) -> dict:
-    images, labels = global_batch(step, batch * world)
-    part = slice(rank * batch, (rank + 1) * batch)
-    meta = dict(img_shape=(SIZE, SIZE), ori_shape=(SIZE, SIZE), pad_shape=(SIZE, SIZE))
-    samples = [
-        SegDataSample(gt_sem_seg=PixelData(data=label), metainfo=dict(meta))
-        for label in labels[part]
-    ]
-    return dict(inputs=list(images[part]), data_samples=samples)
-
-
-def step_once(model, core, data: dict, world: int):
-    data = core.data_preprocessor(data, True)
-    loss, _ = core.parse_losses(model(**data, mode="loss"))
+def step(model, core, seed: int) -> tuple[float, dict]:
+    """One forward/backward of this rank's share of global batch ``seed``."""
+    world = dist.get_world_size() if dist.is_initialized() else 1
+    rank = dist.get_rank() if dist.is_initialized() else 0
+    data = synthetic_batch(4, 32, 3, seed=seed)
+    data = {key: value[rank * 4 // world : (rank + 1) * 4 // world] for key, value in data.items()}
+    loss, _ = core.parse_losses(model(**core.data_preprocessor(data, True), mode="loss"))
     loss.backward()
-    mean_loss = loss.detach().clone()
+    mean = loss.detach().clone()
     if world > 1:
-        dist.all_reduce(mean_loss)
-        mean_loss /= world
-    grads = {n: p.grad.detach().clone() for n, p in core.named_parameters() if p.grad is not None}
-    return float(mean_loss), grads
+        dist.all_reduce(mean)
+    grads = {n: p.grad.clone() for n, p in core.named_parameters() if p.grad is not None}
+    return float(mean) / world, grads
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--norm", default="SyncBN")
-    parser.add_argument("--batch", type=int, default=2, help="per process")
-    parser.add_argument("--iters", type=int, default=3)
-    parser.add_argument("--control", action="store_true")
-    args = parser.parse_args()
-
-    launcher = "pytorch" if "RANK" in os.environ else "none"
     cfg = Config.fromfile(CONFIG)
-    setup_cpu_distributed(cfg, launcher)
+    cfg.model.decode_head.ham_cfg.update(init="fixed", D=16)  # the same dictionary everywhere
+    setup_cpu_distributed(cfg, "pytorch" if "RANK" in os.environ else "none")
     init_default_scope("mmseg")
-    distributed = launcher != "none"
-    world = dist.get_world_size() if distributed else 1
-    rank = dist.get_rank() if distributed else 0
-
-    model, core = build(cfg, args.norm, distributed)
+    model, core = build(cfg, sync=True)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    record = dict(
-        wrapper=type(model).__name__,
-        norm_layers=sorted(
-            {type(m).__name__ for m in core.modules() if "Norm" in type(m).__name__}
-        ),
-        losses=[],
-        grads=[],
-    )
-    for step in range(args.iters):
+    norms = {type(m).__name__ for m in core.modules() if "Norm" in type(m).__name__}
+    record = dict(wrapper=type(model).__name__, norms=sorted(norms), losses=[], grads=[])
+    for seed in range(3):
         optimizer.zero_grad()
-        loss, grads = step_once(model, core, local_data(step, args.batch, rank, world), world)
+        loss, grads = step(model, core, seed)
         record["losses"].append(loss)
         record["grads"].append(grads)
         optimizer.step()
-    first_norm = next(m for m in core.modules() if isinstance(m, _BatchNorm))
-    record["running_mean"] = first_norm.running_mean.clone()
-    record["running_var"] = first_norm.running_var.clone()
-
-    if args.control:
-        model, core = build(cfg, "BN", distributed)
-        _, record["control_grads"] = step_once(
-            model, core, local_data(0, args.batch, rank, world), world
-        )
-    if rank == 0:
-        torch.save(record, args.out)
-    if distributed:
-        dist.barrier()
+    first = next(m for m in core.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm))
+    record.update(running_mean=first.running_mean, running_var=first.running_var)
+    if "--control" in sys.argv:
+        record["control_grads"] = step(*build(cfg, sync=False), seed=0)[1]
+    if not dist.is_initialized() or dist.get_rank() == 0:
+        torch.save(record, sys.argv[1])
+    if dist.is_initialized():
         dist.destroy_process_group()
 
 

@@ -13,7 +13,7 @@ import mmengine.runner.runner as runner_module
 import pytest
 from torch.utils.data import DataLoader, Dataset
 
-from hamseg.engine import protect_workers
+from hamseg.engine.preemption import protect_workers
 
 
 class Pids(Dataset):
