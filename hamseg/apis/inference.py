@@ -147,7 +147,9 @@ def segment_images(
         name = osp.relpath(path, inputs_root) if inputs_root else osp.basename(path)
         stem = osp.join(out_dir, osp.splitext(name)[0].replace(os.sep, "__"))
         overlay, label = f"{stem}_overlay.png", result.pred_sem_seg.data[0].cpu().numpy()
-        drawer.add_datasample(stem, bgr[:, :, ::-1], result, False, out_file=overlay, with_labels=with_labels)
+        drawer.add_datasample(
+            stem, bgr[:, :, ::-1], result, False, out_file=overlay, with_labels=with_labels
+        )
         if save_label:
             cv2.imwrite(f"{stem}_label.png", label.astype(np.uint8))
         yield path, None

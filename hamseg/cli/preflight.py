@@ -20,8 +20,8 @@ from .common import CLIError, notice
 
 
 def validate_command(config: str, argv: Sequence[str] | None = None) -> str:
-    """tools/validate_dataset.py on ``config`` with the ``--cfg-options`` of ``argv`` (default:
-    this command line) that change the data."""
+    """tools/validate_dataset.py on ``config`` with every ``--cfg-options`` of ``argv`` (default:
+    this command line): the command that lists every bad sample of what this run reads."""
     found, inside = [], False
     for arg in sys.argv[1:] if argv is None else argv:
         if arg == "--cfg-options" or arg.startswith("--cfg-options="):
@@ -31,13 +31,7 @@ def validate_command(config: str, argv: Sequence[str] | None = None) -> str:
             inside = False
         elif inside:
             found.append(arg)
-    return ["--cfg-options", *found] if found else []
-
-
-def validate_command(config: str, argv: Sequence[str] | None = None) -> str:
-    """tools/validate_dataset.py on ``config`` with the ``--cfg-options`` of ``argv`` (default:
-    this command line): the command that lists every bad sample of what this run reads."""
-    options = cfg_options_argv(sys.argv[1:] if argv is None else argv)
+    options = ["--cfg-options", *found] if found else []
     return shlex.join(["python", "tools/validate_dataset.py", config, *options])
 
 

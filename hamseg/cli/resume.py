@@ -7,6 +7,7 @@ checkpoint, or starts a new run from those weights when there is none."""
 import logging
 import os
 import os.path as osp
+import re
 from typing import Any
 
 import torch
@@ -47,9 +48,11 @@ def apply_resume(cfg: Config, resume: Any, cfg_options: dict | None = None) -> s
     load_from = cfg.get("load_from")
     if load_from and "://" not in load_from and not osp.isfile(load_from):
         where = "" if osp.isabs(load_from) else f", relative to {os.getcwd()}"
+        demo = re.match(r"work_dirs/demo/([\w.-]+)/iter_\d+\.pth$", load_from)  # the templates'
+        writer = f"`python tools/run_demo.py --config configs/demo/{demo[1]}.py` writes it, or "
         raise CLIError(
-            f"load_from checkpoint not found: {load_from}{where} (set another with --cfg-options "
-            "load_from=PATH)"
+            f"load_from checkpoint not found: {load_from}{where} ({writer if demo else ''}set "
+            "another with --cfg-options load_from=PATH)"
         )
     if target is not None and (cfg.get("randomness") or {}).get("seed") is None:
         seed = (_load(target).get("meta") or {}).get("seed")
