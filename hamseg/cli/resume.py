@@ -49,9 +49,13 @@ def apply_resume(cfg: Config, resume: Any, cfg_options: dict | None = None) -> s
     if load_from and "://" not in load_from and not osp.isfile(load_from):
         where = "" if osp.isabs(load_from) else f", relative to {os.getcwd()}"
         demo = re.match(r"work_dirs/demo/([\w.-]+)/iter_\d+\.pth$", load_from)  # the templates'
-        writer = f"`python tools/run_demo.py --config configs/demo/{demo[1]}.py` writes it, or "
+        demo = (
+            f"`python tools/run_demo.py --config configs/demo/{demo[1]}.py` writes it, or "
+            if demo
+            else ""
+        )
         raise CLIError(
-            f"load_from checkpoint not found: {load_from}{where} ({writer if demo else ''}set "
+            f"load_from checkpoint not found: {load_from}{where} ({demo}set "
             "another with --cfg-options load_from=PATH)"
         )
     if target is not None and (cfg.get("randomness") or {}).get("seed") is None:
