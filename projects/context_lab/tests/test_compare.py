@@ -18,11 +18,9 @@ REPO = osp.dirname(osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 
 
 def run(key, kind, seed, value, machine="GPU A", backbone="ResNetV1c-18"):
-    ev = (
-        dict(paper=[value - 1, value + 1], ensemble=value + 0.5)
-        if kind == "ham"
-        else dict(deterministic=value)
-    )
+    ev = dict(deterministic=value)
+    if kind == "ham":
+        ev = dict(paper=[value - 1, value + 1], ensemble=value + 0.5)
     return dict(
         key=key,
         name=key.upper(),
@@ -121,11 +119,7 @@ def test_screen_verdict_needs_both_controls_below_and_a_context_head_above():
         for s in range(3)
     ]
     result = screen.verdict(runs + [dict(runs[0], task="c")], 80)
-    assert (result["a"]["separates"], result["b"]["separates"], result["c"]["separates"]) == (
-        True,
-        False,
-        None,
-    )
+    assert [result[t]["separates"] for t in "abc"] == [True, False, None]
     assert result["a"]["medians"] == {"FCN": 60, "GAP": 70, "NONLOCAL": 85}
     assert "| a | 60.0 (3) | 70.0 (3) | 85.0 (3) | **yes** |" in screen.markdown(result, 80)
 

@@ -16,40 +16,20 @@ from projects.context_lab.context_lab.attn_conv import window_mask
 CONFIGS = osp.join(osp.dirname(osp.dirname(osp.abspath(__file__))), "configs")
 
 
-def poly(c, seed=0):
-    """A Poly-NL block with random weights and non-trivial alpha, beta, in float64."""
-    torch.manual_seed(seed)
-    block = PolyNL(c).double()
-    with torch.no_grad():
+def test_forward_is_eq6():
+    torch.manual_seed(0)
+    block = PolyNL(6).double()
+    with torch.no_grad():  # non-trivial alpha, beta
         block.alpha.fill_(0.7)
         block.beta.fill_(-1.3)
-    return block
-
-
-def matrices(block):
-    """W1, W2, W3 as the C x C matrices of Eq. 6 (X W with X of shape N x C)."""
-    return [conv.weight[:, :, 0, 0].T for conv in (block.w1, block.w2, block.w3)]
-
-
-def test_forward_is_eq6():
-    block = poly(6)
     x = torch.randn(2, 6, 5, 7, dtype=F64)
-    W1, W2, W3 = matrices(block)
+    # W1, W2, W3 as the C x C matrices of Eq. 6 (X W with X of shape N x C)
+    W1, W2, W3 = (conv.weight[:, :, 0, 0].T for conv in (block.w1, block.w2, block.w3))
     X = x.flatten(2).transpose(1, 2)  # (B, N, C)
     phi = (X @ W1 * (X @ W2)).mean(dim=1, keepdim=True).expand_as(X)  # pool over N, expand
     Z = block.alpha * X + block.beta * ((phi * X) @ W3)
     expected = Z.transpose(1, 2).reshape(x.shape)
     torch.testing.assert_close(block(x), expected)
-
-
-def test_starts_as_identity_and_beta_learns():
-    block = PolyNL(8)
-    x = torch.randn(2, 8, 4, 4)
-    assert torch.equal(block(x), x)
-    block(x).square().sum().backward()
-    assert block.beta.grad.abs() > 0
-    assert block.w3.weight.grad.abs().sum() == 0  # beta = 0 gates the branch at init
-    assert sum(p.numel() for p in block.parameters()) == 3 * 8 * 8 + 2
 
 
 F64 = torch.float64
@@ -192,7 +172,8 @@ def test_polynl_starts_as_identity_and_rejects_wrong_channels():
     x = torch.randn(2, 8, 4, 4)
     assert torch.equal(block(x), x)
     block(x).square().sum().backward()
-    assert block.beta.grad.abs() > 0 and block.w3.weight.grad.abs().sum() == 0
+    assert block.beta.grad.abs() > 0 and block.w3.weight.grad.abs().sum() == 0  # beta = 0 gates
+    assert sum(p.numel() for p in block.parameters()) == 3 * 8 * 8 + 2
     with pytest.raises(ValueError, match="expected x"):
         block(torch.randn(1, 4, 3, 3))
     with pytest.raises(ValueError, match="num_convs"):

@@ -36,27 +36,20 @@ def test_every_module_backward_is_counted_in_a_sane_band():
     """Every product differentiated: forward + backward = 3 forwards. One-step hams run their K
     steps without autograd and EMA its E/M steps: less than 3, more than 1."""
     x = torch.randn(B, C, H, W)
+    one_step = ("ham_nmf", "ham_cd", "ham_vq", "ham_nmf_release")
     for key, (label, build, _) in T.SPECS.items():
         torch.manual_seed(0)
         module = build(C, R, K)
         with torch.no_grad():
             grad = torch.randn(module.eval()(x).shape)
         ratio = T.count(module, x, grad) / T.count(module, x)
-        low = (
-            1.0
-            if key == "ema"
-            else 2.0
-            if key in ("ham_nmf", "ham_cd", "ham_vq", "ham_nmf_release")
-            else 2.8
-        )
+        low = 1.0 if key == "ema" else 2.0 if key in one_step else 2.8
         assert low <= ratio <= 3.05, (label, ratio)
 
 
 def test_a_grouped_convolution_backward_is_two_forwards():
-    x, w = (
-        torch.randn(1, 16, 9, 9, requires_grad=True),
-        torch.randn(16, 1, 3, 3, requires_grad=True),
-    )
+    x = torch.randn(1, 16, 9, 9, requires_grad=True)
+    w = torch.randn(16, 1, 3, 3, requires_grad=True)
     with T.FlopCount() as ours:
         y = F.conv2d(x, w, padding=1, groups=16)
         forward = ours.flops
