@@ -20,7 +20,7 @@ from torch import nn
 
 from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.compat.package_lookup import PACKAGE_DIR, config_file
-from hamseg.datasets.loading import InvalidSampleError, read_image
+from hamseg.datasets.checks import InvalidSampleError, read_image
 from hamseg.utils.config import dataset_class_metainfo, split_datasets
 from hamseg.utils.errors import UsageError, require_file
 
