@@ -1,8 +1,6 @@
 """Strict checkpoint loading: mmengine loads non-strictly (a classifier of another class count
 stays random); here a mismatch is one :class:`CheckpointMismatchError` line."""
 
-from __future__ import annotations
-
 import re
 from typing import Any
 

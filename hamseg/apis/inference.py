@@ -1,8 +1,6 @@
 """mmseg's Python API with strict checkpoint loading (docs/ecosystem.md), and images in, overlays
 out for ``tools/infer.py`` (an input that is not a complete image is skipped in one line)."""
 
-from __future__ import annotations
-
 import os
 import os.path as osp
 from collections.abc import Iterator, Sequence

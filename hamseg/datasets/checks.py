@@ -1,8 +1,6 @@
 """The data checks: a config's folders, split files and class counts, then every sample (every bad
 file is one line naming it)."""
 
-from __future__ import annotations
-
 import io
 import os.path as osp
 import shlex

@@ -1,8 +1,6 @@
 """The paper's multi-scale + flip tests: VOC's as the authors' release runs it (seg/HamNet/test.py),
 PASCAL Context's as PyTorch-Encoding's ``MultiEvalModule`` (paper App. E.3)."""
 
-from __future__ import annotations
-
 import math
 from collections.abc import Sequence
 from typing import Optional, Union
