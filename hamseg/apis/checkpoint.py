@@ -1,8 +1,6 @@
 """Strict checkpoint loading: mmengine loads non-strictly (a classifier of another class count
 stays random); here a mismatch is one :class:`CheckpointMismatchError` line."""
 
-from __future__ import annotations
-
 import re
 from typing import Any
 
@@ -11,17 +9,13 @@ from torch import nn
 
 from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.models.release_weights import unwrap_state_dict
-from hamseg.utils.errors import UsageError
+from hamseg.utils.errors import UsageError, first_items
 
 CLASSIFIER = re.compile(r"(^|\.)conv_seg\.(weight|bias)$")  # mmseg heads' last 1x1 conv
 
 
 class CheckpointMismatchError(UsageError):
     """A checkpoint does not fit the model exactly."""
-
-
-def first_names(keys: list[str]) -> str:
-    return ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
 
 
 def check_checkpoint(model: nn.Module, checkpoint: Any, source: str) -> dict:
@@ -48,10 +42,10 @@ def check_checkpoint(model: nn.Module, checkpoint: Any, source: str) -> dict:
                 f"checkpoint, set num_classes={have[0]}; to train a {want[0]}-class model from "
                 "it, fine-tune with load_from)"
             )
-        parts[0] += f"; other shape mismatches: {first_names(bad[1:])}" if bad[1:] else ""
+        parts[0] += f"; other shape mismatches: {first_items(bad[1:], 3)}" if bad[1:] else ""
     for keys, (a, b) in ((missing, ("model", "checkpoint")), (unexpected, ("checkpoint", "model"))):
         if keys:
-            parts.append(f"{len(keys)} {a} tensors are not in the {b} ({first_names(keys)})")
+            parts.append(f"{len(keys)} {a} tensors are not in the {b} ({first_items(keys, 3)})")
     if parts:
         hint = "" if bad else " (is it a checkpoint of another model? pass its config)"
         raise CheckpointMismatchError(

@@ -1,8 +1,6 @@
 """The CPU demo of ``tools/run_demo.py`` (docs/demo.md): a head trained by mmseg's Runner on
 Context Shapes, generated if absent, or on a dataset config's data."""
 
-from __future__ import annotations
-
 import os.path as osp
 import time
 from collections.abc import Callable

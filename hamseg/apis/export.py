@@ -142,13 +142,6 @@ def deploy_metadata(segmentor: nn.Module, bake: bool = False) -> dict[str, Any]:
     )
 
 
-def seed_hams(model: nn.Module, seed: int) -> None:
-    """Set ``eval_seed`` of every hamseg ham: its dictionaries enter the graph as constants."""
-    for module in model.modules():
-        if isinstance(module, MatrixDecomposition2D):
-            module.eval_seed = seed
-
-
 def random_operators(model: Any) -> dict[str, str]:
     """Op type -> first node of each :data:`RANDOM_OPS` operator in an ONNX model, subgraphs too."""
     found, graphs = {}, [model.graph, *model.functions]
@@ -175,7 +168,8 @@ def export_onnx(
     check_export_options(shape, opset)
     import onnx
 
-    seed_hams(segmentor, seed)
+    for ham in (m for m in segmentor.modules() if isinstance(m, MatrixDecomposition2D)):
+        ham.eval_seed = seed  # its dictionaries enter the graph as constants
     model = SegmentorLogits(segmentor.eval(), bake).eval()
     example = torch.randn(1, 3, *shape, generator=torch.Generator().manual_seed(seed))
     example = example * 50 + 128 if bake else example

@@ -1,8 +1,6 @@
 """mmseg's Python API with strict checkpoint loading (docs/ecosystem.md), and images in, overlays
 out for ``tools/infer.py`` (an input that is not a complete image is skipped in one line)."""
 
-from __future__ import annotations
-
 import os
 import os.path as osp
 from collections.abc import Iterator, Sequence
@@ -20,7 +18,7 @@ from torch import nn
 
 from hamseg.compat.checkpoint import load_checkpoint_file
 from hamseg.compat.package_lookup import PACKAGE_DIR, config_file
-from hamseg.datasets.loading import InvalidSampleError, read_image
+from hamseg.datasets.checks import InvalidSampleError, read_image
 from hamseg.utils.config import dataset_class_metainfo, split_datasets
 from hamseg.utils.errors import UsageError, require_file
 

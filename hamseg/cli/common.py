@@ -13,8 +13,7 @@ from mmengine.dist import is_main_process
 from mmengine.logging import print_log
 
 from hamseg.compat.package_lookup import config_file
-from hamseg.datasets.checks import ClassCountError
-from hamseg.datasets.loading import InvalidSampleError
+from hamseg.datasets.checks import ClassCountError, InvalidSampleError
 from hamseg.engine import TrainingStopped, setup_cpu_distributed
 from hamseg.engine.preemption import ignore_signals_until_exit
 from hamseg.engine.stop import leave_process_group, report_exit, watch_launcher

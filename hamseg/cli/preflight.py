@@ -12,8 +12,7 @@ from collections.abc import Iterator, Sequence
 
 from mmengine.config import Config
 
-from hamseg.datasets.checks import sample_error, validate_splits
-from hamseg.datasets.loading import InvalidSampleError
+from hamseg.datasets.checks import InvalidSampleError, sample_error, validate_splits
 from hamseg.utils.config import defined_splits
 
 from .common import CLIError, notice

@@ -1,8 +1,6 @@
 """mmseg's tool scripts after ``import hamseg`` (on mmcv-lite they fail at ``import mmseg.apis``),
 the bugs a user meets in mmseg 1.2.2's patched while one runs (docs/ecosystem.md lists them)."""
 
-from __future__ import annotations
-
 import contextlib
 import os.path as osp
 import runpy

@@ -37,11 +37,8 @@ def is_installed(package: str) -> bool:
 
 def install() -> bool:
     """Replace mmengine's lookups if ``pkg_resources`` cannot be imported; whether it did."""
-    try:
-        if importlib.util.find_spec("pkg_resources") is not None:
-            return False
-    except ValueError:  # a module without a spec
-        pass
+    if importlib.util.find_spec("pkg_resources") is not None:
+        return False
     for module in _LOOKUP_MODULES:
         module.is_installed, module.get_installed_path = is_installed, get_installed_path
     return True

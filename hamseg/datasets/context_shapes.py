@@ -1,7 +1,5 @@
 """Context Shapes: only a far flag's colour gives the grey players' team (docs/demo.md)."""
 
-from __future__ import annotations
-
 import os
 import os.path as osp
 import shutil

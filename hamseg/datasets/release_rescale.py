@@ -1,7 +1,5 @@
 """The release's random scale augmentation (seg/HamNet/dataset.py, ``scale``)."""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 
 import numpy as np

@@ -1,7 +1,5 @@
 """Split files for a flat layout (tools/validate_dataset.py --write-splits)."""
 
-from __future__ import annotations
-
 import os
 import os.path as osp
 

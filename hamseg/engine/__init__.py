@@ -1,7 +1,7 @@
 """Training-engine pieces hamseg registers into mmseg. CPU-only training is the opt-in
 :mod:`hamseg.engine.cpu`, loaded when one of its names is first used here."""
 
-from . import channels_last, divergence, multi_eval_tta, tta, visualization  # noqa: F401
+from . import channels_last, tta, visualization  # noqa: F401
 from .checkpoints import find_latest_complete_checkpoint  # noqa: F401
 from .preemption import PreemptionHook  # noqa: F401
 from .resume import RandomStateHook, ResumableInfiniteSampler  # noqa: F401

@@ -1,7 +1,5 @@
 """PASCAL Context: the 60-class and the 59-class mIoU of one 60-class model from one test run."""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import Any
 

@@ -1,7 +1,5 @@
 """PASCAL VOC 2012 test-server submission (paper Table 4: 85.9 mIoU is a test-server result)."""
 
-from __future__ import annotations
-
 import os
 import os.path as osp
 import tarfile

@@ -1,4 +1,4 @@
-"""Walking a config's datasets, heads and transforms."""
+"""Walking a config's datasets and heads."""
 
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -29,16 +29,6 @@ def split_datasets(cfg: Config, splits: Sequence[str] | None) -> Iterator[tuple[
     for split in splits or SPLITS:
         for leaf in leaf_datasets((cfg.get(f"{split}_dataloader") or {}).get("dataset")):
             yield split, leaf
-
-
-def transform_types(node: Any) -> Iterator[str]:
-    """Every transform ``type`` in a pipeline, nested ones too, without a scope prefix."""
-    if isinstance(node, dict):
-        if isinstance(node.get("type"), str):
-            yield node["type"].split(".")[-1]
-        node = list(node.values())
-    for value in node if isinstance(node, (list, tuple)) else ():
-        yield from transform_types(value)
 
 
 def dataset_class_metainfo(dataset_cfg: dict) -> dict:

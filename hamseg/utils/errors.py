@@ -27,8 +27,9 @@ def require_file(path: str, what: str) -> str:
 
 
 def first_items(items: Sequence[Any], limit: int) -> str:
-    """The first ``limit`` items joined by ", ", then ", ..." if there are more."""
-    return ", ".join(map(str, items[:limit])) + (", ..." if len(items) > limit else "")
+    """The first ``limit`` items joined by ", ", then " and N more" if there are N more."""
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(map(str, items[:limit])) + more
 
 
 def one_line(err: BaseException | str, limit: int | None = None) -> str:

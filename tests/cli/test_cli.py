@@ -13,7 +13,7 @@ from hamseg.cli import add_guard_hooks, build_config, run_cli
 from hamseg.cli.common import log_notices, notice
 from hamseg.cli.preflight import naming_validate_dataset
 from hamseg.compat.package_lookup import PACKAGE_DIR
-from hamseg.datasets.loading import InvalidSampleError
+from hamseg.datasets.checks import InvalidSampleError
 from hamseg.engine import RandomStateHook
 from tests.conftest import TINY_FCN
 from tests.helpers import TEST, TRAIN, run_tool_here

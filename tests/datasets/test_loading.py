@@ -7,7 +7,7 @@ import cv2
 import numpy as np
 import pytest
 
-from hamseg.datasets.loading import InvalidSampleError, read_image
+from hamseg.datasets.checks import InvalidSampleError, read_image
 
 
 def smooth(h: int, w: int) -> np.ndarray:

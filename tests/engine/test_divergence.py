@@ -19,7 +19,7 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 
 import hamseg.engine.cpu  # noqa: F401  (registers CPUAmpOptimWrapper, opt-in)
-from hamseg.engine.divergence import DIVERGED_EXIT_CODE, TrainingDiverged
+from hamseg.engine.stop import DIVERGED_EXIT_CODE, TrainingDiverged
 from tests.conftest import REPO, TINY_FCN
 from tests.helpers import one_thread  # noqa: F401  (fixture)
 from tests.robust.helpers import (

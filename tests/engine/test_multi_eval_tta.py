@@ -7,7 +7,7 @@ import torch
 from mmseg.models.data_preprocessor import SegDataPreProcessor
 from torch import nn
 
-from hamseg.engine.multi_eval_tta import MultiEvalTTAModel, view_size
+from hamseg.engine.tta import MultiEvalTTAModel, view_size
 from tests.helpers import one_thread  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("one_thread")

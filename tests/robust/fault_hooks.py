@@ -12,7 +12,7 @@ LOWEST) looks for signals, so the stop happens after iteration k exactly:
 ``SlowSaveHook(seconds)`` sleeps before every checkpoint write (a slow file system).
 
 ``PoisonLossHook(at=k, rank=r)`` replaces rank r's logged loss of iteration k by NaN before
-:class:`~hamseg.engine.divergence.NonFiniteLossHook` (priority 80) reads it: one rank's loss
+:class:`~hamseg.engine.stop.NonFiniteLossHook` (priority 80) reads it: one rank's loss
 goes bad while the others' stay finite.
 
 Nothing else in the run is changed.
