@@ -172,7 +172,8 @@ def merge_cfg_options(cfg: Config, options: dict) -> dict:
     """``--cfg-options`` as hamseg's tools read them: each key checked (a leading ``+`` adds a
     new one), the config's variables set as if edited, mmengine's merge; ``data_root=PATH`` also
     moves every dataset that had the variable's value, ``max_iters=N`` the loop, the validation
-    and checkpoint intervals and ``by_epoch=False`` schedulers' ends that had the old length."""
+    and checkpoint intervals and ``by_epoch=False`` schedulers' ends that had the old length (a
+    warm-up that no longer fits becomes a tenth of the run)."""
     for key in options:
         if not key.startswith("+") and key not in OWN_RULES:
             check_key(cfg, key)
@@ -194,6 +195,13 @@ def merge_cfg_options(cfg: Config, options: dict) -> dict:
         for node, key in places:
             if node and node.get(key) == old_iters:
                 node[key] = options["max_iters"]
+        n, warm = options["max_iters"], max(1, options["max_iters"] // 10)
+        for node in (s for s in schedulers if s.get("by_epoch") is False):
+            # a warm-up as long as the new run becomes a tenth of it (mmengine needs begin < end)
+            if node.get("end", 0) > n:
+                node["end"] = warm
+            if node.get("begin", 0) >= n:
+                node["begin"] = warm
     if "data_root" in options:
         new, datasets = options["data_root"], [leaf for _, leaf in split_datasets(cfg, SPLITS)]
         for dataset in datasets:

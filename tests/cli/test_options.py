@@ -73,6 +73,8 @@ def test_one_knob_moves_loop_schedule_and_intervals():
     assert cfg.train_cfg.max_iters == cfg.train_cfg.val_interval == 30
     assert [s["end"] for s in cfg.param_scheduler] == [20, 30]  # the warm-up keeps its length
     assert cfg.default_hooks.checkpoint.interval == 30 and check_schedule(cfg) is None
+    short = build_config(CUSTOM, {"max_iters": 2})  # shorter than the warm-up: a tenth of it
+    assert [(s["begin"], s["end"]) for s in short.param_scheduler] == [(0, 1), (0, 2)]
     tiny = build_config(TINY_FCN, {"max_iters": 7})  # no max_iters variable: train_cfg's
     assert tiny.train_cfg.max_iters == tiny.param_scheduler[0]["end"] == 7
     assert tiny.train_cfg.val_interval == 1000 and tiny.default_hooks.checkpoint.interval == 5
