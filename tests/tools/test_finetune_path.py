@@ -160,6 +160,7 @@ def test_a_bad_label_stops_before_iteration_1_naming_the_file(tmp_path, tool):
     assert "Iter(" not in proc.stdout
 
 
+@pytest.mark.slow  # a training run that meets the bad file: ~20 s
 def test_a_file_gone_bad_after_the_scan_is_one_line_naming_it_and_the_validate_command(tmp_path):
     """--skip-data-check (or a file broken after the scan): mmcv's own error in a DataLoader
     worker names the file; the line adds the command that lists every bad file, with the run's
