@@ -7,12 +7,14 @@ the mean of N test runs under the paper's protocol with its 95% interval, on one
 
 The paper's protocol (eval_seed=None, eval_draws=1): a new dictionary for every image at every
 forward, as the release and mmseg's LightHamHead. Run i draws image x's dictionaries after
-torch.manual_seed(crc32(f"{--seed + i}:{x's path}")), so the runs are the same on any number of
-ranks (test batch size 1, as the recipes). --ensemble: one run of hamseg's deterministic
-ensemble (eval_seed=0, eval_draws=12) and its difference to the mean. Any mmseg config.
+torch.manual_seed(crc32(f"{--seed + i}:{x's path under data_root}")), so the runs are the same on
+any number of ranks (test batch size 1, as the recipes) and wherever the data lies. --ensemble:
+one run of hamseg's deterministic ensemble (eval_seed=0, eval_draws=12) and its difference to the
+mean. Any mmseg config.
 """
 
 import argparse
+import os.path as osp
 import statistics
 import zlib
 
@@ -37,11 +39,15 @@ class ImageSeedHook(Hook):
     """Seed torch before every test batch with its run and its images' paths."""
 
     def __init__(self, seed: int) -> None:
-        self.seed = seed
+        self.seed, self.root = seed, ""
+
+    def before_test(self, runner) -> None:
+        self.root = getattr(runner.test_dataloader.dataset, "data_root", None) or ""
 
     def before_test_iter(self, runner, batch_idx: int, data_batch=None) -> None:
         samples = data_batch["data_samples"]
-        paths = [s.img_path for s in (samples[0] if isinstance(samples[0], list) else samples)]
+        samples = samples[0] if isinstance(samples[0], list) else samples
+        paths = [osp.relpath(s.img_path, self.root) if self.root else s.img_path for s in samples]
         torch.manual_seed(zlib.crc32(f"{self.seed}:{'|'.join(paths)}".encode()))
 
 
